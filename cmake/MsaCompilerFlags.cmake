@@ -1,0 +1,43 @@
+# Warning and sanitizer flags for our own targets (never applied to third-party headers, which come in as SYSTEM).
+
+set(MSA_WARNING_FLAGS -Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wcast-align -Wunused -Wpedantic
+                      -Wno-missing-field-initializers)
+if(MSA_WERROR)
+  list(APPEND MSA_WARNING_FLAGS -Werror)
+endif()
+
+if(MSA_SANITIZE)
+  set(MSA_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_compile_options(${MSA_SANITIZER_FLAGS})
+  add_link_options(${MSA_SANITIZER_FLAGS})
+endif()
+
+# The baseline build targets generic x86-64 so that the binary runs on any machine; AVX2/FMA/F16C code lives in
+# files named *_avx2.cpp that get the extra flags and are only called after a run-time CPU check (core/cpu_features).
+set(MSA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+
+# msa_target_defaults(<target>): warnings, include root, for every target of ours.
+function(msa_target_defaults target)
+  get_target_property(kind ${target} TYPE)
+  if(kind STREQUAL "INTERFACE_LIBRARY")
+    return()
+  endif()
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${MSA_WARNING_FLAGS}>)
+endfunction()
+
+# msa_avx2_sources(<file>...): compile the given sources with AVX2/FMA/F16C enabled.
+function(msa_avx2_sources)
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${MSA_AVX2_FLAGS}")
+endfunction()
+
+# msa_add_library(<name> SOURCES ... DEPS ... [PUBLIC_DEPS ...]): a static library of one module.
+function(msa_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS;AVX2_SOURCES" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+  if(ARG_AVX2_SOURCES)
+    msa_avx2_sources(${ARG_AVX2_SOURCES})
+  endif()
+  msa_target_defaults(${name})
+endfunction()

@@ -1,0 +1,13 @@
+// Each subcommand of `msa` lives in its own file and registers itself through one function declared here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace msa::cli {
+
+// A subcommand's body; returns the process exit code. Throwing msa::Error prints one line and exits with 1.
+using CommandBody = std::function<int()>;
+
+}  // namespace msa::cli

@@ -1,0 +1,49 @@
+#include "core/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace msa {
+namespace {
+
+CpuFeatures detect() {
+    CpuFeatures f;
+    const char* force_scalar = std::getenv("MSA_FORCE_SCALAR");
+    if (force_scalar != nullptr && std::strcmp(force_scalar, "0") != 0) {
+        return f;
+    }
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) {
+        return f;
+    }
+    const bool fma = (ecx & bit_FMA) != 0;
+    const bool f16c = (ecx & bit_F16C) != 0;
+    const bool osxsave = (ecx & bit_OSXSAVE) != 0;
+    bool ymm_enabled = false;
+    if (osxsave) {
+        unsigned lo = 0, hi = 0;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        ymm_enabled = (lo & 0x6) == 0x6;
+    }
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
+        f.avx2 = ymm_enabled && fma && f16c && (ebx & bit_AVX2) != 0;
+        f.bmi2 = (ebx & bit_BMI2) != 0;
+        f.avx512f = ymm_enabled && (ebx & bit_AVX512F) != 0;
+    }
+    return f;
+}
+
+CpuFeatures& state() {
+    static CpuFeatures features = detect();
+    return features;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() { return state(); }
+
+void set_cpu_features_for_testing(const CpuFeatures& features) { state() = features; }
+
+}  // namespace msa

@@ -1,0 +1,38 @@
+// NVFP4 blocks (formats.md sections 2-4): 16 values share one E4M3 scale; two E2M1 codes per byte, element 2i in
+// the low nibble and 2i+1 in the high nibble. Weights may carry an FP32 global scale (`weight_scale_2`);
+// the KV cache has none (global scale 1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace msa {
+
+inline constexpr std::size_t kNvfp4BlockSize = 16;
+
+// KV-insert quantiser, exactly formats.md section 3: per 16 values amax = max(max|x|, 1e-12),
+// scale = E4M3_RN(amax / 6) clamped to [2^-9, 448], y = x / scale (FP32 division), E2M1 with the ladder of
+// section 3, -0 stored as +0. n must be a multiple of 16. Writes n/2 bytes to `packed` and n/16 to `scales`.
+void nvfp4_quantize(const float* x, std::size_t n, std::uint8_t* packed, std::uint8_t* scales);
+
+// Exact dequantisation: out[i] = e2m1 * scale * global_scale (formats.md section 4, first bullet).
+void nvfp4_dequantize(const std::uint8_t* packed, const std::uint8_t* scales, std::size_t n, float global_scale,
+                      float* out);
+
+// Reference Q8KV4 dequantisation: out[i] = E4M3 code of E4M3_satfinite_RN(e2m1 * scale) (formats.md section 4,
+// second bullet; one rounding of the exact product). Global scale 1 (KV cache).
+void nvfp4_dequantize_to_e4m3(const std::uint8_t* packed, const std::uint8_t* scales, std::size_t n,
+                              std::uint8_t* out_e4m3);
+
+// ModelOpt weight quantiser (used by checkpoint generators and tests): global_scale = amax(all) / (448 * 6);
+// per block scale = E4M3_RN(block_amax / (6 * global_scale)); codes = E2M1_RN(x / (scale * global_scale)).
+// Returns the global scale (weight_scale_2).
+float nvfp4_quantize_weight(const float* x, std::size_t n, std::uint8_t* packed, std::uint8_t* scales);
+
+// M3.1 W4A4 activation quantisation of one row (model.md section 4): the row is multiplied by `row_scale`
+// (FC1: 2688 / row_amax; FC2: 16), then quantised per 16 values with the KV-insert quantiser rule above.
+// The caller multiplies the GEMM output row by 1 / row_scale.
+void nvfp4_quantize_activation_row(const float* x, std::size_t n, float row_scale, std::uint8_t* packed,
+                                   std::uint8_t* scales);
+
+}  // namespace msa
