@@ -33,6 +33,13 @@ endfunction()
 # msa_add_library(<name> SOURCES ... DEPS ... [PUBLIC_DEPS ...]): a static library of one module.
 function(msa_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS;AVX2_SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES AND NOT ARG_AVX2_SOURCES)
+    # A module whose sources have not landed yet: headers only.
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${name} INTERFACE ${ARG_PUBLIC_DEPS})
+    return()
+  endif()
   add_library(${name} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
