@@ -1,0 +1,96 @@
+// Integer NVFP4 GEMM on AVX2: 4-bit weights against int8 activations (quantised per 16 in the fast mode, or the
+// exact NVFP4 activations of M3.1's W4A4 experts).
+//
+// One step covers 32 weights = 16 bytes = two NVFP4 blocks. Low and high nibbles are split and arranged as
+// [block0 evens, block0 odds | block1 evens, block1 odds], which is the activations' stored order; one pshufb maps
+// the codes to doubled E2M1 integers; maddubs + madd give int32 sums, four lanes per block; those are converted to
+// float and multiplied by the per-block product of scales.
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/fp_tables.h"
+#include "kernels/cpu/gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace msa::cpu {
+namespace {
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Eight E4M3 block scales -> floats times 1/2 (F16C route, see gemm_mxfp8_avx2.cpp; the 2^8 is folded in).
+inline __m256 half_scales8(const std::uint8_t* s) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
+    const __m128i mag = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(0x3F80));
+    const __m128i sign = _mm_and_si128(_mm_slli_epi16(b, 8), _mm_set1_epi16(static_cast<short>(0x8000)));
+    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(mag, sign)), _mm256_set1_ps(128.0f));
+}
+
+template <int MR>
+void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n) {
+    const std::int64_t K = job.w->cols;
+    const std::int64_t groups = K / 16;
+    const auto* wq = static_cast<const std::uint8_t*>(job.w->data) + n * (K / 2);
+    const std::uint8_t* ws = job.w->scales + n * groups;
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled)));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    alignas(32) float wsc[8];
+    for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
+        const int gn = static_cast<int>(std::min<std::int64_t>(8, groups - g0));
+        if (gn == 8) {
+            _mm256_store_ps(wsc, half_scales8(ws + g0));
+        } else {
+            for (int g = 0; g < gn; ++g) wsc[g] = 0.5f * e4m3_value(ws[g0 + g]);
+        }
+        for (int g = 0; g < gn; g += 2) {
+            // 16 bytes of weights: blocks g0+g and g0+g+1 (K is a multiple of 32 on this path).
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wq + (g0 + g) * 8));
+            const __m128i lo = _mm_and_si128(b, low4);
+            const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
+            const __m256i codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+            const __m256i w = _mm256_shuffle_epi8(lut, codes);
+            const __m256i aw = _mm256_sign_epi8(w, w);
+            for (int i = 0; i < MR; ++i) {
+                const std::int64_t row = i0 + i;
+                const __m256i x = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(xq.q.data() + row * K + (g0 + g) * 16));
+                const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                const float* d = xq.d.data() + row * groups + g0 + g;
+                const __m256 scale = _mm256_set_m128(_mm_set1_ps(wsc[g + 1] * d[1]), _mm_set1_ps(wsc[g] * d[0]));
+                acc[i][(g >> 1) & 1] = _mm256_fmadd_ps(p, scale, acc[i][(g >> 1) & 1]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; ++i) {
+        const std::int64_t row = i0 + i;
+        const float s = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        job.y[row * job.ldy + n] = s * job.w->global_scale * xq.row_mul[static_cast<std::size_t>(row)];
+    }
+}
+
+}  // namespace
+
+void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
+    for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));
+        for (std::int64_t n = job.n0; n < job.n1; ++n) {
+            switch (mr) {
+                case 1: tile<1>(job, xq, i0, n); break;
+                case 2: tile<2>(job, xq, i0, n); break;
+                case 3: tile<3>(job, xq, i0, n); break;
+                default: tile<4>(job, xq, i0, n); break;
+            }
+        }
+    }
+}
+
+}  // namespace msa::cpu
