@@ -9,7 +9,7 @@
 
 namespace msa {
 
-enum class WeightFormat {
+enum class LinearFormat {
     f32,    // float[N][K]
     f16,    // IEEE half [N][K]
     bf16,   // bf16 [N][K]
@@ -17,10 +17,10 @@ enum class WeightFormat {
     nvfp4,  // E2M1 pairs [N][K/2] (low nibble = even column) + E4M3 scales [N][K/16] + global: W = e2m1*s*global
 };
 
-std::string_view weight_format_name(WeightFormat format);
+std::string_view linear_format_name(LinearFormat format);
 
 struct WeightView {
-    WeightFormat format = WeightFormat::f32;
+    LinearFormat format = LinearFormat::f32;
     std::int64_t rows = 0;  // N (output features)
     std::int64_t cols = 0;  // K (input features, the reduction dimension)
     const void* data = nullptr;

@@ -37,7 +37,7 @@ void reference(const std::vector<float>& w, std::int64_t N, std::int64_t K, cons
 }
 
 struct Case {
-    WeightFormat format;
+    LinearFormat format;
     std::int64_t n, k;
 };
 
@@ -102,15 +102,15 @@ TEST_P(LinearTest, Int8ModeIsCloseToExact) {
 }
 
 const Case kCases[] = {
-    {WeightFormat::f32, 37, 72},   {WeightFormat::f32, 64, 256},  {WeightFormat::bf16, 29, 200},
-    {WeightFormat::bf16, 96, 512}, {WeightFormat::f16, 17, 64},   {WeightFormat::mxfp8, 33, 96},
-    {WeightFormat::mxfp8, 70, 1024}, {WeightFormat::nvfp4, 31, 48}, {WeightFormat::nvfp4, 66, 512},
-    {WeightFormat::nvfp4, 40, 2048},
+    {LinearFormat::f32, 37, 72},   {LinearFormat::f32, 64, 256},  {LinearFormat::bf16, 29, 200},
+    {LinearFormat::bf16, 96, 512}, {LinearFormat::f16, 17, 64},   {LinearFormat::mxfp8, 33, 96},
+    {LinearFormat::mxfp8, 70, 1024}, {LinearFormat::nvfp4, 31, 48}, {LinearFormat::nvfp4, 66, 512},
+    {LinearFormat::nvfp4, 40, 2048},
 };
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, bool>>& info) {
     const Case c = std::get<0>(info.param);
-    return std::string(weight_format_name(c.format)) + "_" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+    return std::string(linear_format_name(c.format)) + "_" + std::to_string(c.n) + "x" + std::to_string(c.k) +
            (std::get<1>(info.param) ? "_simd" : "_scalar");
 }
 
@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, LinearTest, ::testing::Combine(::testing::Valu
 // formats library and computes in double.
 TEST(LinearW4a4, MatchesQuantisedActivationReference) {
     const std::int64_t N = 24, K = 256, m = 5;
-    const auto w = make_weight(WeightFormat::nvfp4, N, K, 21);
+    const auto w = make_weight(LinearFormat::nvfp4, N, K, 21);
     auto x = random_floats(static_cast<std::size_t>(m * K), 22, -3.0f, 3.0f);
     for (auto input : {cpu::W4a4Input::fc1, cpu::W4a4Input::fc2}) {
         for (bool simd : {false, true}) {
@@ -156,7 +156,7 @@ TEST(LinearW4a4, MatchesQuantisedActivationReference) {
 }
 
 TEST(LinearW4a4, ZeroRowGivesZeroOutput) {
-    const auto w = make_weight(WeightFormat::nvfp4, 8, 64, 3);
+    const auto w = make_weight(LinearFormat::nvfp4, 8, 64, 3);
     std::vector<float> x(64, 0.0f);
     cpu::Q8Rows xq;
     cpu::quantize_rows_w4a4(x.data(), 1, 64, cpu::W4a4Input::fc1, xq);
@@ -168,7 +168,7 @@ TEST(LinearW4a4, ZeroRowGivesZeroOutput) {
 TEST(Linear, RejectsMalformedWeights) {
     WeightView w;
     EXPECT_THROW(cpu::check_linear_weight(w, "layers.0.mlp.up_proj.weight"), Error);
-    auto ok = make_weight(WeightFormat::nvfp4, 4, 32, 1);
+    auto ok = make_weight(LinearFormat::nvfp4, 4, 32, 1);
     auto v = ok.view();
     EXPECT_NO_THROW(cpu::check_linear_weight(v, "x"));
     v.cols = 24;

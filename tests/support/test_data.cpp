@@ -28,7 +28,7 @@ WeightView OwnedWeight::view() const {
     return v;
 }
 
-OwnedWeight make_weight(WeightFormat format, std::int64_t rows, std::int64_t cols, std::uint32_t seed,
+OwnedWeight make_weight(LinearFormat format, std::int64_t rows, std::int64_t cols, std::uint32_t seed,
                         float amplitude) {
     OwnedWeight w;
     w.format = format;
@@ -38,17 +38,17 @@ OwnedWeight make_weight(WeightFormat format, std::int64_t rows, std::int64_t col
     auto src = random_floats(n, seed, -amplitude, amplitude);
     w.dense.resize(n);
     switch (format) {
-        case WeightFormat::f32:
+        case LinearFormat::f32:
             w.data.resize(n * 4);
             std::memcpy(w.data.data(), src.data(), n * 4);
             w.dense = src;
             break;
-        case WeightFormat::f16:
-        case WeightFormat::bf16: {
+        case LinearFormat::f16:
+        case LinearFormat::bf16: {
             w.data.resize(n * 2);
             auto* d = reinterpret_cast<std::uint16_t*>(w.data.data());
             for (std::size_t i = 0; i < n; ++i) {
-                if (format == WeightFormat::bf16) {
+                if (format == LinearFormat::bf16) {
                     d[i] = float_to_bf16(src[i]);
                     w.dense[i] = bf16_to_float(d[i]);
                 } else {
@@ -67,7 +67,7 @@ OwnedWeight make_weight(WeightFormat format, std::int64_t rows, std::int64_t col
             }
             break;
         }
-        case WeightFormat::mxfp8:
+        case LinearFormat::mxfp8:
             w.data.resize(n);
             w.scales.resize(n / 32);
             for (std::int64_t r = 0; r < rows; ++r) {
@@ -76,7 +76,7 @@ OwnedWeight make_weight(WeightFormat format, std::int64_t rows, std::int64_t col
             }
             mxfp8_dequantize(w.data.data(), w.scales.data(), n, w.dense.data());
             break;
-        case WeightFormat::nvfp4:
+        case LinearFormat::nvfp4:
             w.data.resize(n / 2);
             w.scales.resize(n / 16);
             w.global_scale = nvfp4_quantize_weight(src.data(), n, w.data.data(), w.scales.data());

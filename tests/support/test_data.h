@@ -14,7 +14,7 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -
 // A weight [rows][cols] quantised from random floats into `format`, owning its bytes. `view()` describes it;
 // `dense` holds the exact dequantised values (what every exact kernel must use).
 struct OwnedWeight {
-    WeightFormat format = WeightFormat::f32;
+    LinearFormat format = LinearFormat::f32;
     std::int64_t rows = 0, cols = 0;
     std::vector<std::uint8_t> data;
     std::vector<std::uint8_t> scales;
@@ -24,7 +24,7 @@ struct OwnedWeight {
     WeightView view() const;
 };
 
-OwnedWeight make_weight(WeightFormat format, std::int64_t rows, std::int64_t cols, std::uint32_t seed,
+OwnedWeight make_weight(LinearFormat format, std::int64_t rows, std::int64_t cols, std::uint32_t seed,
                         float amplitude = 1.0f);
 
 }  // namespace msa::test

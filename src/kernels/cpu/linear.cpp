@@ -27,11 +27,11 @@ void run_float(const GemmJob& job) {
         return;
     }
     switch (job.w->format) {
-        case WeightFormat::f32: gemm_f32_avx2(job); return;
-        case WeightFormat::f16: gemm_f16_avx2(job); return;
-        case WeightFormat::bf16: gemm_bf16_avx2(job); return;
-        case WeightFormat::mxfp8: gemm_mxfp8_avx2(job); return;
-        case WeightFormat::nvfp4: gemm_nvfp4_avx2(job); return;
+        case LinearFormat::f32: gemm_f32_avx2(job); return;
+        case LinearFormat::f16: gemm_f16_avx2(job); return;
+        case LinearFormat::bf16: gemm_bf16_avx2(job); return;
+        case LinearFormat::mxfp8: gemm_mxfp8_avx2(job); return;
+        case LinearFormat::nvfp4: gemm_nvfp4_avx2(job); return;
     }
 }
 
@@ -40,11 +40,11 @@ void run_float(const GemmJob& job) {
 void check_linear_weight(const WeightView& w, const char* what) {
     MSA_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "weight '{}' is empty", what);
     switch (w.format) {
-        case WeightFormat::mxfp8:
+        case LinearFormat::mxfp8:
             MSA_CHECK(w.cols % 32 == 0 && w.scales != nullptr,
                       "MXFP8 weight '{}' needs scales and an input size divisible by 32 (got {})", what, w.cols);
             break;
-        case WeightFormat::nvfp4:
+        case LinearFormat::nvfp4:
             MSA_CHECK(w.cols % 16 == 0 && w.scales != nullptr,
                       "NVFP4 weight '{}' needs scales and an input size divisible by 16 (got {})", what, w.cols);
             break;
@@ -54,7 +54,7 @@ void check_linear_weight(const WeightView& w, const char* what) {
 
 void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) {
     if (m <= 0) return;
-    if (mode == ActivationMode::int8 && w.format == WeightFormat::nvfp4) {
+    if (mode == ActivationMode::int8 && w.format == LinearFormat::nvfp4) {
         Q8Rows xq;
         quantize_rows_q8(x, m, w.cols, xq);
         linear_q8(w, xq, y);
@@ -66,8 +66,8 @@ void linear(const WeightView& w, const float* x, std::int64_t m, float* y, Activ
 }
 
 void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
-    MSA_CHECK(w.format == WeightFormat::nvfp4, "the integer GEMM path needs NVFP4 weights, got {}",
-              weight_format_name(w.format));
+    MSA_CHECK(w.format == LinearFormat::nvfp4, "the integer GEMM path needs NVFP4 weights, got {}",
+              linear_format_name(w.format));
     MSA_CHECK(xq.k == w.cols, "quantised activations have {} columns but the weight has {}", xq.k, w.cols);
     if (xq.m <= 0) return;
     const bool simd = cpu_features().avx2 && w.cols % 32 == 0;

@@ -10,22 +10,22 @@ namespace msa::cpu {
 float dequantize_weight_row(const WeightView& w, std::int64_t n, float* out) {
     const std::int64_t K = w.cols;
     switch (w.format) {
-        case WeightFormat::f32: {
+        case LinearFormat::f32: {
             const float* src = static_cast<const float*>(w.data) + n * K;
             for (std::int64_t k = 0; k < K; ++k) out[k] = src[k];
             return 1.0f;
         }
-        case WeightFormat::f16: {
+        case LinearFormat::f16: {
             const auto* src = static_cast<const std::uint16_t*>(w.data) + n * K;
             for (std::int64_t k = 0; k < K; ++k) out[k] = fp16_to_float(src[k]);
             return 1.0f;
         }
-        case WeightFormat::bf16: {
+        case LinearFormat::bf16: {
             const auto* src = static_cast<const std::uint16_t*>(w.data) + n * K;
             for (std::int64_t k = 0; k < K; ++k) out[k] = bf16_to_float(src[k]);
             return 1.0f;
         }
-        case WeightFormat::mxfp8: {
+        case LinearFormat::mxfp8: {
             const auto* src = static_cast<const std::uint8_t*>(w.data) + n * K;
             const std::uint8_t* sc = w.scales + n * (K / 32);
             for (std::int64_t k = 0; k < K; ++k) {
@@ -33,7 +33,7 @@ float dequantize_weight_row(const WeightView& w, std::int64_t n, float* out) {
             }
             return 1.0f;
         }
-        case WeightFormat::nvfp4: {
+        case LinearFormat::nvfp4: {
             const auto* src = static_cast<const std::uint8_t*>(w.data) + n * (K / 2);
             const std::uint8_t* sc = w.scales + n * (K / 16);
             for (std::int64_t k = 0; k < K; ++k) {
