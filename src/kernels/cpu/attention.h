@@ -11,6 +11,7 @@
 //    decode formulation; its prefill kernel's BF16 rounding of per-page partials is not reproduced).
 #pragma once
 
+#include "kernels/kernel_types.h"
 #include "kernels/kv_layout.h"
 
 #include <cstdint>
@@ -18,18 +19,9 @@
 
 namespace msa::cpu {
 
-// One sequence's share of an attention call. Its rows in the batch's token-major arrays are
-// [q_offset, q_offset + q_len); query i sits at position kv_len - q_len + i (bottom-right aligned, msa.md 4).
-struct AttentionSeq {
-    std::int64_t q_offset = 0;
-    std::int32_t q_len = 0;
-    std::int32_t kv_len = 0;
-    const std::int32_t* pages = nullptr;  // physical page of each logical block; covers kv_len tokens
-};
-
-inline std::int32_t query_position(const AttentionSeq& s, std::int32_t i) { return s.kv_len - s.q_len + i; }
-
-enum class AttentionNumerics { exact, q8kv4 };
+using msa::AttentionNumerics;
+using msa::AttentionSeq;
+using msa::query_position;
 
 struct AttentionShape {
     int num_heads = 0;

@@ -14,13 +14,14 @@
 #pragma once
 
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/kernel_types.h"
 #include "kernels/weight_view.h"
 
 #include <cstdint>
 
 namespace msa::cpu {
 
-enum class ActivationMode { exact, int8 };
+using msa::ActivationMode;
 
 // x: [m][w.cols] row-major; y: [m][w.rows] row-major (overwritten).
 void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode = ActivationMode::exact);

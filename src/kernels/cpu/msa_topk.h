@@ -9,11 +9,13 @@
 // NaN scores rank lowest in both modes.
 #pragma once
 
+#include "kernels/kernel_types.h"
+
 #include <cstdint>
 
 namespace msa::cpu {
 
-enum class TopkMode { keyed, exact };
+using msa::TopkMode;
 
 inline constexpr int kMaxMsaBlocks = 8192;  // 1M tokens per row (msa.md section 3)
 
