@@ -10,9 +10,6 @@
 namespace msa::cpu {
 namespace {
 
-// Position of element e (0..15) of a group in the evens-first order.
-constexpr int deinterleaved(int e) { return (e & 1) * 8 + e / 2; }
-
 void resize(Q8Rows& out, std::int64_t m, std::int64_t k) {
     MSA_CHECK(k % 16 == 0, "quantised activations need a row length divisible by 16, got {}", k);
     out.m = m;
@@ -33,9 +30,10 @@ void quantize_rows_q8(const float* x, std::int64_t m, std::int64_t k, Q8Rows& ou
             for (int e = 0; e < 16; ++e) amax = std::max(amax, std::fabs(src[e]));
             const float d = amax / 127.0f;
             const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-            std::int8_t* dst = out.q.data() + i * k + g * 16;
+            std::int8_t* dst = out.q.data() + i * k;
             for (int e = 0; e < 16; ++e) {
-                dst[deinterleaved(e)] = static_cast<std::int8_t>(std::clamp(std::nearbyint(src[e] * inv), -127.0f, 127.0f));
+                dst[q8_index(g * 16 + e, k)] =
+                    static_cast<std::int8_t>(std::clamp(std::nearbyint(src[e] * inv), -127.0f, 127.0f));
             }
             out.d[static_cast<std::size_t>(i * (k / 16) + g)] = d;
         }
@@ -64,11 +62,11 @@ void quantize_rows_w4a4(const float* x, std::int64_t m, std::int64_t k, W4a4Inpu
         nvfp4_quantize_activation_row(row, static_cast<std::size_t>(k), row_scale, packed.data(), scales.data());
         out.row_mul[static_cast<std::size_t>(i)] = row_mul;
         for (std::int64_t g = 0; g < k / 16; ++g) {
-            std::int8_t* dst = out.q.data() + i * k + g * 16;
+            std::int8_t* dst = out.q.data() + i * k;
             for (int e = 0; e < 16; ++e) {
                 const std::uint8_t byte = packed[static_cast<std::size_t>(g * 8 + e / 2)];
                 const std::uint8_t code = (e & 1) ? (byte >> 4) : (byte & 0x0F);
-                dst[deinterleaved(e)] = kE2m1Doubled[code];
+                dst[q8_index(g * 16 + e, k)] = kE2m1Doubled[code];
             }
             out.d[static_cast<std::size_t>(i * (k / 16) + g)] = 0.5f * e4m3_value(scales[static_cast<std::size_t>(g)]);
         }
@@ -76,10 +74,8 @@ void quantize_rows_w4a4(const float* x, std::int64_t m, std::int64_t k, W4a4Inpu
 }
 
 float q8_value(const Q8Rows& rows, std::int64_t i, std::int64_t j) {
-    const std::int64_t g = j / 16;
-    const int e = static_cast<int>(j % 16);
-    return static_cast<float>(rows.q[static_cast<std::size_t>(i * rows.k + g * 16 + deinterleaved(e))]) *
-           rows.d[static_cast<std::size_t>(i * (rows.k / 16) + g)];
+    return static_cast<float>(rows.q[static_cast<std::size_t>(i * rows.k + q8_index(j, rows.k))]) *
+           rows.d[static_cast<std::size_t>(i * (rows.k / 16) + j / 16)];
 }
 
 }  // namespace msa::cpu

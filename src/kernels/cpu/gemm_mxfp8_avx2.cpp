@@ -1,35 +1,43 @@
 // Float-activation GEMM for MXFP8 weights (E4M3 values, one UE8M0 scale per 32 along K) on AVX2/FMA/F16C.
 //
-// E4M3 -> float without a table: the E4M3 bits (b & 0x7F) << 7 are an FP16 number equal to the E4M3 value times
-// 2^-8, normals and subnormals alike; F16C converts 8 of them at once. The 2^8 is folded into the block scale, so
-// the weight is e4m3 * 2^(e - 127) exactly.
+// E4M3 -> float without a table: sign-extending the byte to 16 bits, shifting left by 7 and clearing bit 14 gives
+// the FP16 number s.0eeee.mmm0000000, which equals the E4M3 value times 2^-8 for normals and subnormals alike;
+// F16C converts 8 of them at once. The 2^8 is folded into the block scale (a power of two, so the product is
+// exact): the weight is e4m3 * 2^(e - 127) exactly.
 #include "kernels/cpu/gemm_avx2.h"
 
+#include <array>
 #include <bit>
 
 namespace msa::cpu {
 namespace {
 
+// 2^(e - 127) * 2^8 for every UE8M0 code e. Codes whose factor leaves the float range give inf (never in real
+// weights; 0xFF is NaN in the format).
+const float* block_factors() {
+    static const auto table = [] {
+        std::array<float, 256> t{};
+        for (int e = 0; e < 256; ++e) {
+            const int exp = e - 127 + 8;
+            t[e] = exp > 127 ? std::bit_cast<float>(0x7F800000u)
+                             : std::bit_cast<float>(static_cast<std::uint32_t>(exp + 127) << 23);
+        }
+        return t;
+    }();
+    return table.data();
+}
+
 struct Mxfp8Loader {
     const std::uint8_t* w;
     const std::uint8_t* scales;
     std::size_t ld;  // K
+    const float* factors;
     __m256 load(std::int64_t n, std::int64_t k) const {
-        const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + n * ld + k)));
-        const __m128i mag = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(0x3F80));
-        const __m128i sign = _mm_and_si128(_mm_slli_epi16(b, 8), _mm_set1_epi16(static_cast<short>(0x8000)));
-        const __m256 v = _mm256_cvtph_ps(_mm_or_si128(mag, sign));
-        return _mm256_mul_ps(v, _mm256_set1_ps(block_factor(scales[n * (ld / 32) + k / 32])));
+        const __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + n * ld + k)));
+        const __m128i h = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(static_cast<short>(0xBF80)));
+        return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_broadcast_ss(factors + scales[n * (ld / 32) + k / 32]));
     }
     float scalar(std::int64_t, std::int64_t) const { return 0.0f; }  // K is a multiple of 32: no tail
-
-    // 2^(e - 127) * 2^8 as a float. Codes whose factor leaves the float range give inf/0 (never in real weights).
-    static float block_factor(std::uint8_t e) {
-        const int exp = static_cast<int>(e) - 127 + 8;
-        if (exp > 127) return std::bit_cast<float>(0x7F800000u);
-        if (exp < -126) return 0.0f;
-        return std::bit_cast<float>(static_cast<std::uint32_t>(exp + 127) << 23);
-    }
 };
 
 }  // namespace
@@ -37,7 +45,7 @@ struct Mxfp8Loader {
 void gemm_mxfp8_avx2(const GemmJob& job) {
     avx2::gemm_rows(job,
                     Mxfp8Loader{static_cast<const std::uint8_t*>(job.w->data), job.w->scales,
-                                static_cast<std::size_t>(job.w->cols)},
+                                static_cast<std::size_t>(job.w->cols), block_factors()},
                     1.0f);
 }
 

@@ -1,10 +1,11 @@
 // Integer NVFP4 GEMM on AVX2: 4-bit weights against int8 activations (quantised per 16 in the fast mode, or the
 // exact NVFP4 activations of M3.1's W4A4 experts).
 //
-// One step covers 32 weights = 16 bytes = two NVFP4 blocks. Low and high nibbles are split and arranged as
-// [block0 evens, block0 odds | block1 evens, block1 odds], which is the activations' stored order; one pshufb maps
-// the codes to doubled E2M1 integers; maddubs + madd give int32 sums, four lanes per block; those are converted to
-// float and multiplied by the per-block product of scales.
+// One step covers 32 weights = 16 bytes = two NVFP4 blocks: the bytes are broadcast to both halves of a register,
+// one variable shift and a mask leave the low nibbles (even elements) in the lower half and the high nibbles (odd
+// elements) in the upper half, which is the activations' stored order (activation_quant.h); one pshufb maps the
+// codes to doubled E2M1 integers; maddubs + madd give int32 sums (lanes 0-1 and 4-5 belong to the first block,
+// 2-3 and 6-7 to the second), converted to float and multiplied by the per-block product of scales.
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
@@ -23,12 +24,11 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// Eight E4M3 block scales -> floats times 1/2 (F16C route, see gemm_mxfp8_avx2.cpp; the 2^8 is folded in).
+// Eight E4M3 block scales -> floats times 1/2 (F16C route, see gemm_mxfp8_avx2.cpp; 2^8 / 2 folded in).
 inline __m256 half_scales8(const std::uint8_t* s) {
-    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
-    const __m128i mag = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(0x3F80));
-    const __m128i sign = _mm_and_si128(_mm_slli_epi16(b, 8), _mm_set1_epi16(static_cast<short>(0x8000)));
-    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(mag, sign)), _mm256_set1_ps(128.0f));
+    const __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
+    const __m128i h = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(static_cast<short>(0xBF80)));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(128.0f));
 }
 
 template <int MR>
@@ -38,35 +38,39 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n)
     const auto* wq = static_cast<const std::uint8_t*>(job.w->data) + n * (K / 2);
     const std::uint8_t* ws = job.w->scales + n * groups;
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled)));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
+    // For step j (blocks 2j, 2j+1 of an 8-block run): lanes of the first block get its scale, the others the second.
+    const __m256i pick[4] = {_mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1), _mm256_setr_epi32(2, 2, 3, 3, 2, 2, 3, 3),
+                             _mm256_setr_epi32(4, 4, 5, 5, 4, 4, 5, 5), _mm256_setr_epi32(6, 6, 7, 7, 6, 6, 7, 7)};
     __m256 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    alignas(32) float wsc[8];
     for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
-        const int gn = static_cast<int>(std::min<std::int64_t>(8, groups - g0));
-        if (gn == 8) {
-            _mm256_store_ps(wsc, half_scales8(ws + g0));
+        const int steps = static_cast<int>(std::min<std::int64_t>(8, groups - g0)) / 2;
+        __m256 cs[MR];
+        if (steps == 4) {
+            const __m256 wsc = half_scales8(ws + g0);
+            for (int i = 0; i < MR; ++i) cs[i] = _mm256_mul_ps(wsc, _mm256_loadu_ps(xq.d.data() + (i0 + i) * groups + g0));
         } else {
-            for (int g = 0; g < gn; ++g) wsc[g] = 0.5f * e4m3_value(ws[g0 + g]);
+            alignas(32) float tmp[MR][8] = {};
+            for (int i = 0; i < MR; ++i)
+                for (int g = 0; g < 2 * steps; ++g)
+                    tmp[i][g] = 0.5f * e4m3_value(ws[g0 + g]) * xq.d[static_cast<std::size_t>((i0 + i) * groups + g0 + g)];
+            for (int i = 0; i < MR; ++i) cs[i] = _mm256_load_ps(tmp[i]);
         }
-        for (int g = 0; g < gn; g += 2) {
-            // 16 bytes of weights: blocks g0+g and g0+g+1 (K is a multiple of 32 on this path).
-            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wq + (g0 + g) * 8));
-            const __m128i lo = _mm_and_si128(b, low4);
-            const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
-            const __m256i codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+        for (int j = 0; j < steps; ++j) {
+            const std::int64_t g = g0 + 2 * j;
+            const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq + g * 8)));
+            const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, shifts), low4);
             const __m256i w = _mm256_shuffle_epi8(lut, codes);
             const __m256i aw = _mm256_sign_epi8(w, w);
             for (int i = 0; i < MR; ++i) {
-                const std::int64_t row = i0 + i;
-                const __m256i x = _mm256_loadu_si256(
-                    reinterpret_cast<const __m256i*>(xq.q.data() + row * K + (g0 + g) * 16));
+                const __m256i x =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + (i0 + i) * K + g * 16));
                 const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
                 const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                const float* d = xq.d.data() + row * groups + g0 + g;
-                const __m256 scale = _mm256_set_m128(_mm_set1_ps(wsc[g + 1] * d[1]), _mm_set1_ps(wsc[g] * d[0]));
-                acc[i][(g >> 1) & 1] = _mm256_fmadd_ps(p, scale, acc[i][(g >> 1) & 1]);
+                acc[i][j & 1] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(cs[i], pick[j]), acc[i][j & 1]);
             }
         }
     }
@@ -79,6 +83,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n)
 
 }  // namespace
 
+// K must be a multiple of 32 (the caller uses the scalar path otherwise).
 void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
     for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
         const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));
