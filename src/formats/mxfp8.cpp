@@ -2,9 +2,7 @@
 // versions (mxfp8_avx2.cpp), which equal it bit for bit.
 #include "formats/mxfp8.h"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -14,22 +12,12 @@
 namespace msa {
 namespace {
 
-constexpr int kE4M3MaxExponent = 8;  // 448 = 1.75 * 2^8
-
 void check_block_multiple(std::size_t n, const char* function) {
     MSA_CHECK(n % kMxfp8BlockSize == 0, "{}: the length {} is not a multiple of the MXFP8 block size {}.", function, n,
               kMxfp8BlockSize);
 }
 
 }  // namespace
-
-std::uint8_t mxfp8_scale_code(float amax) {
-    if (std::isinf(amax)) return 254;
-    if (!(amax >= std::numeric_limits<float>::min())) return 0;  // zero, subnormal or NaN: far below 2^-119
-    const int floor_log2 = std::ilogb(amax);                     // exact for normal floats
-    const int exponent = std::clamp(floor_log2 - kE4M3MaxExponent, -127, 127);
-    return static_cast<std::uint8_t>(exponent + 127);
-}
 
 void mxfp8_quantize(const float* x, std::size_t n, std::uint8_t* values, std::uint8_t* scales) {
     check_block_multiple(n, "mxfp8_quantize");
@@ -42,8 +30,7 @@ void mxfp8_quantize(const float* x, std::size_t n, std::uint8_t* values, std::ui
             amax = magnitude > amax ? magnitude : amax;  // NaN never compares greater: ignored
         }
         scales[b] = mxfp8_scale_code(amax);
-        // Dividing by 2^e equals multiplying by 2^-e: both are representable for e in [-127, 127], both round once.
-        const float inverse_scale = std::ldexp(1.0f, 127 - scales[b]);
+        const float inverse_scale = mxfp8_inverse_scale(scales[b]);
         for (std::size_t i = 0; i < kMxfp8BlockSize; ++i) {
             values[b * kMxfp8BlockSize + i] = float_to_e4m3(block[i] * inverse_scale, Overflow::saturate);
         }

@@ -1,8 +1,6 @@
 // AVX2 MXFP8 quantiser and dequantiser, one 32-value block per step; equal to the scalar code of mxfp8.cpp.
 #include <immintrin.h>
 
-#include <cmath>
-
 #include "formats/bulk_avx2.h"
 #include "formats/format_tables.h"
 #include "formats/mxfp8.h"
@@ -20,7 +18,7 @@ void mxfp8_quantize(const float* x, std::size_t n, std::uint8_t* values, std::ui
             amax = _mm256_max_ps(amax, abs_or_zero_if_nan(v[j]));
         }
         const std::uint8_t scale_code = mxfp8_scale_code(horizontal_max(amax));
-        const __m256 inverse_scale = _mm256_set1_ps(std::ldexp(1.0f, 127 - scale_code));
+        const __m256 inverse_scale = _mm256_set1_ps(mxfp8_inverse_scale(scale_code));
         std::uint8_t* out = values + b * kMxfp8BlockSize;
         for (int j = 0; j < 4; j += 2) {
             const __m256i lo = float_to_e4m3x8_saturate(_mm256_mul_ps(v[j], inverse_scale));

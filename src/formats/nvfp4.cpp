@@ -56,11 +56,6 @@ void quantize(const float* x, std::size_t n, float multiplier, std::uint8_t* pac
 
 }  // namespace
 
-std::uint8_t nvfp4_scale_code(float amax) {
-    const float floored = amax > 1e-12f ? amax : 1e-12f;  // NaN takes the floor too
-    return std::max(float_to_e4m3(floored / 6.0f, Overflow::saturate), kSmallestScaleCode);
-}
-
 void nvfp4_quantize(const float* x, std::size_t n, std::uint8_t* packed, std::uint8_t* scales) {
     check_block_multiple(n, "nvfp4_quantize");
     quantize(x, n, 1.0f, packed, scales);

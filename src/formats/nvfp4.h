@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/scalar_formats.h"
+
 namespace msa {
 
 inline constexpr std::size_t kNvfp4BlockSize = 16;
@@ -26,7 +28,11 @@ inline void nvfp4_set_code(std::uint8_t* packed, std::size_t i, std::uint8_t cod
 
 // Steps 1-2 of formats.md section 3: the E4M3 scale code of a block whose max |x| is `amax`:
 // E4M3_RN(max(amax, 1e-12) / 6) (FP32 division), clamped to [2^-9, 448]. NaN amax gives the smallest scale.
-std::uint8_t nvfp4_scale_code(float amax);
+constexpr std::uint8_t nvfp4_scale_code(float amax) {
+    const float floored = amax > 1e-12f ? amax : 1e-12f;  // NaN takes the floor too
+    const std::uint8_t code = float_to_e4m3(floored / 6.0f, Overflow::saturate);
+    return code > 0 ? code : 1;  // at least the smallest subnormal, 2^-9
+}
 
 // KV-insert quantiser, exactly formats.md section 3: per 16 values amax = max(max|x|, 1e-12),
 // scale = E4M3_RN(amax / 6) clamped to [2^-9, 448], y = x / scale (FP32 division), E2M1 with the ladder of

@@ -200,26 +200,14 @@ constexpr float e2m1_to_float(std::uint8_t code) {
 }
 
 constexpr std::uint8_t float_to_e2m1(float value) {
-    // formats.md section 3 step 3; every comparison is false for NaN, which therefore gives 0.
+    // formats.md section 3 step 3: |y| > 5 -> 6; >= 3.5 -> 4; > 2.5 -> 3; >= 1.75 -> 2; > 1.25 -> 1.5; >= 0.75 -> 1;
+    // > 0.25 -> 0.5; else 0. The magnitude code counts the thresholds passed (no branches to mispredict); every
+    // comparison is false for NaN, which therefore gives 0.
     const float a = value < 0.0f ? -value : value;
-    std::uint8_t magnitude = 0;
-    if (a > 5.0f) {
-        magnitude = 7;  // 6
-    } else if (a >= 3.5f) {
-        magnitude = 6;  // 4
-    } else if (a > 2.5f) {
-        magnitude = 5;  // 3
-    } else if (a >= 1.75f) {
-        magnitude = 4;  // 2
-    } else if (a > 1.25f) {
-        magnitude = 3;  // 1.5
-    } else if (a >= 0.75f) {
-        magnitude = 2;  // 1
-    } else if (a > 0.25f) {
-        magnitude = 1;  // 0.5
-    }
+    const int magnitude =
+        (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
     const bool negative = (detail::f32_bits(value) & detail::kF32SignMask) != 0;
-    return static_cast<std::uint8_t>(negative && magnitude != 0 ? magnitude | 0x8u : magnitude);
+    return static_cast<std::uint8_t>(negative && magnitude != 0 ? magnitude | 0x8 : magnitude);
 }
 
 constexpr float ue8m0_to_float(std::uint8_t bits) {
