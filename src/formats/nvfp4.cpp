@@ -8,7 +8,6 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "formats/bulk_avx2.h"
-#include "formats/format_tables.h"
 #include "formats/scalar_formats.h"
 
 namespace msa {

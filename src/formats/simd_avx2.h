@@ -115,7 +115,7 @@ inline __m256i float_to_e2m1x8(__m256 y) {
     return _mm256_or_si256(magnitude, sign);
 }
 
-// e2m1_to_float for 8 codes in 32-bit lanes (bit 3 is the sign; code 8 gives -0).
+// e2m1_to_float for 8 codes (each < 16) in 32-bit lanes (bit 3 is the sign; code 8 gives -0).
 inline __m256 e2m1x8_to_float(__m256i codes) {
     const __m256 magnitudes = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
     const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, codes);  // uses the low 3 bits
@@ -144,12 +144,6 @@ inline __m128i pack_u32x16_to_u8(__m256i a, __m256i b) {
     const __m128i a16 = _mm_packus_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
     const __m128i b16 = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
     return _mm_packus_epi16(a16, b16);
-}
-
-// The low bytes of the 32-bit lanes of a (each in [0, 255]) in the low 8 bytes of the result.
-inline __m128i pack_u32x8_to_u8(__m256i a) {
-    const __m128i a16 = _mm_packus_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-    return _mm_packus_epi16(a16, a16);
 }
 
 // |x| with NaN lanes replaced by 0 (a block's amax ignores NaNs).
