@@ -33,7 +33,8 @@ def git_commit(repo):
         return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout.strip()
     try:
         commit = git("rev-parse", "--short=12", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # Results files being rewritten do not make the measured code dirty.
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
