@@ -5,6 +5,7 @@
 #include "formats/scalar_formats.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_rows.h"
+#include "support/cpu_mode.h"
 #include "support/test_data.h"
 #include "support/test_kv.h"
 
@@ -140,12 +141,7 @@ struct AttentionCase {
 
 class AttentionTest : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {
 protected:
-    void SetUp() override {
-        saved_ = cpu_features();
-        if (!std::get<1>(GetParam())) set_cpu_features_for_testing(CpuFeatures{});
-    }
-    void TearDown() override { set_cpu_features_for_testing(saved_); }
-    CpuFeatures saved_;
+    test::ScopedCpuFeatures mode_{std::get<1>(GetParam())};
 };
 
 TEST_P(AttentionTest, DenseMatchesReference) {

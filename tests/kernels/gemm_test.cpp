@@ -5,6 +5,7 @@
 #include "formats/nvfp4.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/linear.h"
+#include "support/cpu_mode.h"
 #include "support/test_data.h"
 
 #include <gtest/gtest.h>
@@ -43,12 +44,7 @@ struct Case {
 
 class LinearTest : public ::testing::TestWithParam<std::tuple<Case, bool>> {
 protected:
-    void SetUp() override {
-        saved_ = cpu_features();
-        if (!std::get<1>(GetParam())) set_cpu_features_for_testing(CpuFeatures{});
-    }
-    void TearDown() override { set_cpu_features_for_testing(saved_); }
-    CpuFeatures saved_;
+    test::ScopedCpuFeatures mode_{std::get<1>(GetParam())};
 };
 
 TEST_P(LinearTest, ExactModeMatchesDoubleReference) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
 
@@ -17,14 +18,6 @@
 #include <vector>
 
 namespace msa::cpu::avx2 {
-
-// Fixed-order horizontal sum (every kernel uses this one, so equal accumulators give equal sums).
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 struct F32Loader {
     const float* w;

@@ -1,9 +1,7 @@
 // Float-activation GEMM for MXFP8 weights (E4M3 values, one UE8M0 scale per 32 along K) on AVX2/FMA/F16C.
 //
-// E4M3 -> float without a table: sign-extending the byte to 16 bits, shifting left by 7 and clearing bit 14 gives
-// the FP16 number s.0eeee.mmm0000000, which equals the E4M3 value times 2^-8 for normals and subnormals alike;
-// F16C converts 8 of them at once. The 2^8 is folded into the block scale (a power of two, so the product is
-// exact): the weight is e4m3 * 2^(e - 127) exactly.
+// E4M3 -> float without a table (avx2::e4m3x8_times_2e_8, through F16C); the 2^8 is folded into the block scale
+// (a power of two, so the product is exact): the weight is e4m3 * 2^(e - 127) exactly.
 #include "kernels/cpu/gemm_avx2.h"
 
 #include <array>
@@ -33,9 +31,8 @@ struct Mxfp8Loader {
     std::size_t ld;  // K
     const float* factors;
     __m256 load(std::int64_t n, std::int64_t k) const {
-        const __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + n * ld + k)));
-        const __m128i h = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(static_cast<short>(0xBF80)));
-        return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_broadcast_ss(factors + scales[n * (ld / 32) + k / 32]));
+        return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(w + n * ld + k),
+                             _mm256_broadcast_ss(factors + scales[n * (ld / 32) + k / 32]));
     }
     float scalar(std::int64_t, std::int64_t) const { return 0.0f; }  // K is a multiple of 32: no tail
 };

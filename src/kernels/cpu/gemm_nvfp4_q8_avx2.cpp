@@ -9,6 +9,7 @@
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
 
@@ -17,18 +18,9 @@
 namespace msa::cpu {
 namespace {
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-// Eight E4M3 block scales -> floats times 1/2 (F16C route, see gemm_mxfp8_avx2.cpp; 2^8 / 2 folded in).
+// Eight E4M3 block scales -> floats times 1/2.
 inline __m256 half_scales8(const std::uint8_t* s) {
-    const __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
-    const __m128i h = _mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(static_cast<short>(0xBF80)));
-    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(128.0f));
+    return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(s), _mm256_set1_ps(128.0f));
 }
 
 template <int MR>
@@ -76,7 +68,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n)
     }
     for (int i = 0; i < MR; ++i) {
         const std::int64_t row = i0 + i;
-        const float s = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        const float s = avx2::hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
         job.y[row * job.ldy + n] = s * job.w->global_scale * xq.row_mul[static_cast<std::size_t>(row)];
     }
 }

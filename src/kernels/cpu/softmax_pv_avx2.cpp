@@ -8,23 +8,8 @@
 #include <limits>
 
 namespace msa::cpu {
-namespace {
-
-inline float hmax(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-}  // namespace
+using avx2::hmax;
+using avx2::hsum;
 
 float online_softmax_block_avx2(const float* raw, int n, float scale, float& m, float& l, float* p) {
     const __m256 vs = _mm256_set1_ps(scale);

@@ -3,7 +3,31 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace msa::cpu::avx2 {
+
+// Fixed-order horizontal sum (every kernel uses this one, so equal accumulators give equal sums).
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Eight E4M3 codes -> floats times 2^-8: sign-extend to 16 bits, shift left by 7 and clear bit 14, which gives the
+// FP16 number s.0eeee.mmm0000000 = the E4M3 value * 2^-8 for normals and subnormals alike; F16C converts it.
+inline __m256 e4m3x8_times_2e_8(const std::uint8_t* codes) {
+    const __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+    return _mm256_cvtph_ps(_mm_and_si128(_mm_slli_epi16(b, 7), _mm_set1_epi16(static_cast<short>(0xBF80))));
+}
 
 // e^x, relative error about 1 ulp over the float range: x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),
 // e^r by a degree-6 minimax polynomial, times 2^n built in the exponent bits. Below -87.3 the result is 0
