@@ -99,18 +99,20 @@ void gemm_rows(const GemmJob& job, const Loader& loader, float post) {
         }
         return;
     }
-    // Prefill: decode a panel of P weight rows x Kc columns once, sweep all activation rows over it.
+    // Prefill: decode a panel of P weight rows x Kc columns once, sweep all activation rows over it. Accumulators
+    // start at zero in registers on the first K block, go to memory between K blocks, and are finished straight
+    // from registers on the last one.
     constexpr std::int64_t P = 12;
     constexpr std::int64_t Kc = 512;
     thread_local std::vector<float> panel;
-    thread_local std::vector<float> accs;  // 8 lanes per (row, column): accumulators kept across K blocks
+    thread_local std::vector<float> accs;  // 8 lanes per (row, column), only when K spans several blocks
     panel.resize(static_cast<std::size_t>(P * Kc));
-    accs.resize(static_cast<std::size_t>(job.m * P * 8));
+    if (k_vec > Kc) accs.resize(static_cast<std::size_t>(job.m * P * 8));
     for (std::int64_t np = job.n0; np < job.n1; np += P) {
         const std::int64_t pn = std::min(P, job.n1 - np);
-        std::fill(accs.begin(), accs.end(), 0.0f);
-        for (std::int64_t k0 = 0; k0 < k_vec; k0 += Kc) {
+        for (std::int64_t k0 = 0; k0 < std::max<std::int64_t>(k_vec, 1); k0 += Kc) {
             const std::int64_t k1 = std::min(k_vec, k0 + Kc);
+            const bool first = k0 == 0, last = k1 >= k_vec;
             for (std::int64_t j = 0; j < pn; ++j)
                 for (std::int64_t k = k0; k < k1; k += 8)
                     _mm256_storeu_ps(panel.data() + j * Kc + (k - k0), loader.load(np + j, k));
@@ -122,18 +124,23 @@ void gemm_rows(const GemmJob& job, const Loader& loader, float post) {
                     const int nr = static_cast<int>(std::min<std::int64_t>(nr_max, pn - j0));
                     __m256 acc[16];
                     for (int i = 0; i < mr; ++i)
-                        for (int j = 0; j < nr; ++j) acc[i * nr + j] = _mm256_loadu_ps(&accs[((i0 + i) * P + j0 + j) * 8]);
+                        for (int j = 0; j < nr; ++j)
+                            acc[i * nr + j] = first ? _mm256_setzero_ps()
+                                                    : _mm256_loadu_ps(&accs[((i0 + i) * P + j0 + j) * 8]);
                     // The panel holds columns [k0, k1) at offset 0: shift x by k0 and index the panel from 0.
                     tile_dispatch(mr, nr, job.x + i0 * K + k0, ldx, pl, j0, 0, k1 - k0, acc);
                     for (int i = 0; i < mr; ++i)
-                        for (int j = 0; j < nr; ++j) _mm256_storeu_ps(&accs[((i0 + i) * P + j0 + j) * 8], acc[i * nr + j]);
+                        for (int j = 0; j < nr; ++j) {
+                            if (last) {
+                                job.y[(i0 + i) * job.ldy + np + j0 + j] = finish(
+                                    acc[i * nr + j], job.x + (i0 + i) * K, loader, np + j0 + j, k_vec, K, post);
+                            } else {
+                                _mm256_storeu_ps(&accs[((i0 + i) * P + j0 + j) * 8], acc[i * nr + j]);
+                            }
+                        }
                 }
             }
         }
-        for (std::int64_t i = 0; i < job.m; ++i)
-            for (std::int64_t j = 0; j < pn; ++j)
-                job.y[i * job.ldy + np + j] =
-                    finish(_mm256_loadu_ps(&accs[(i * P + j) * 8]), job.x + i * K, loader, np + j, k_vec, K, post);
     }
 }
 
