@@ -133,7 +133,7 @@ struct ModelConfig {
 // Parses config JSON text. `source` names the file in error messages ("config.json", a path).
 ModelConfig parse_model_config(std::string_view json_text, std::string_view source);
 // Parses an already-parsed JSON document.
-ModelConfig parse_model_config(const nlohmann::json& document, std::string_view source);
+ModelConfig model_config_from_json(const nlohmann::json& document, std::string_view source);
 // Reads `path`, or `path/config.json` when `path` is a directory.
 ModelConfig load_model_config(const std::string& path);
 
