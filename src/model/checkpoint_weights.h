@@ -25,6 +25,26 @@ enum class WeightFormat { BF16, F16, F32, MXFP8, NVFP4 };
 
 std::string_view weight_format_name(WeightFormat format);
 
+// What a weight is for (how `msa info` groups parameters).
+enum class WeightGroup { embedding, lm_head, norm, attention, indexer, dense_mlp, router, routed_expert, shared_expert };
+
+std::string_view weight_group_name(WeightGroup group);
+
+// One weight the config calls for: a plain tensor (full tensor name, its shape) or a linear module (module name,
+// logical shape [out, in]).
+struct WeightSpec {
+    std::string name;
+    bool linear = false;
+    std::vector<std::int64_t> shape;
+    WeightGroup group = WeightGroup::norm;
+    int layer = -1;  // -1 for embedding, final norm and lm_head
+    std::string alternative_name;  // another accepted spelling (the router bias), empty when none
+};
+
+// Every weight of the model in a fixed order (embedding, layers, final norm, lm_head): exactly what
+// bind_checkpoint_weights looks up. `msa info` counts these when no weight files are present.
+std::vector<WeightSpec> model_weight_specs(const ModelConfig& config, const WeightNames& names);
+
 // One linear layer y = x W^T with W logically [out_features, in_features].
 struct LinearWeight {
     std::string name;  // module name, e.g. "language_model.model.layers.3.self_attn.q_proj"
@@ -78,7 +98,7 @@ struct CheckpointWeights {
     WeightNames names;
     const TensorView* embed_tokens = nullptr;  // [V, H]
     const TensorView* final_norm = nullptr;    // [H]
-    const TensorView* lm_head = nullptr;       // [V, H]; the embedding itself when tie_word_embeddings
+    LinearWeight lm_head;                      // [V, H]; the embedding itself (BF16/F16/F32) when tie_word_embeddings
     std::vector<LayerWeights> layers;
     // Vision tensors, recognised and skipped.
     std::vector<const TensorView*> vision;
