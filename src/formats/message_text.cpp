@@ -7,7 +7,7 @@ namespace msa {
 
 namespace {
 
-std::string escape(std::string_view text, std::size_t limit, bool escape_non_ascii) {
+std::string escape(std::string_view text, std::size_t limit, bool quote) {
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (out.size() >= limit) {
@@ -19,9 +19,9 @@ std::string escape(std::string_view text, std::size_t limit, bool escape_non_asc
             out += "\\n";
         } else if (c == '\t') {
             out += "\\t";
-        } else if (c == '"' && escape_non_ascii) {
+        } else if (c == '"' && quote) {
             out += "\\\"";
-        } else if (c < 0x20 || c == 0x7F || (escape_non_ascii && c >= 0x80)) {
+        } else if (c < 0x20 || c >= 0x7F) {
             out += fmt::format("\\x{:02x}", c);
         } else {
             out += static_cast<char>(c);

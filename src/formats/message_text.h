@@ -10,9 +10,10 @@
 
 namespace msa {
 
-// `text` in double quotes, with control and non-ASCII bytes escaped (\n, \xNN) and cut to about 200 characters.
+// `text` in double quotes, with quotes, control and non-ASCII bytes escaped (\", \n, \xNN), cut to about 200
+// characters.
 std::string quote_text(std::string_view text);
-// `text` with control bytes escaped and cut to about 300 characters (for parser messages; no quotes).
+// `text` with control and non-ASCII bytes escaped, cut to about 300 characters (for parser messages; no quotes).
 std::string printable(std::string_view text);
 // How a JSON value is described in "must be X, found Y" messages: "an object", "a string", "a negative integer"...
 std::string json_kind(const nlohmann::json& value);

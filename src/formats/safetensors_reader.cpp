@@ -30,6 +30,31 @@ std::string supported_dtypes() {
     return names;
 }
 
+// Safetensors headers and index files nest three levels deep; anything far deeper is corrupt, and refusing it
+// before parsing keeps a hostile header from building millions of nested JSON values.
+constexpr int kMaxJsonDepth = 32;
+
+void check_json_depth(std::string_view text, std::string_view file, std::string_view what) {
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            MSA_CHECK(++depth <= kMaxJsonDepth, "{}: {} nests JSON deeper than {} levels", file, what, kMaxJsonDepth);
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+}
+
 // Parses JSON text, reporting the first duplicate key of the top-level object (or of the object under
 // `nested_key`, for the index's weight_map) in `duplicate`. Converts parse errors into msa::Error.
 json parse_json_checking_duplicates(std::string_view text, std::string_view file, std::string_view what,
@@ -52,6 +77,7 @@ json parse_json_checking_duplicates(std::string_view text, std::string_view file
         }
         return true;
     };
+    check_json_depth(text, file, what);
     try {
         return json::parse(text.begin(), text.end(), callback);
     } catch (const json::exception& e) {
