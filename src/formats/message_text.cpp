@@ -51,7 +51,7 @@ std::string json_kind(const nlohmann::json& value) {
         case nlohmann::json::value_t::number_integer:
             return value.get<std::int64_t>() < 0 ? "a negative integer" : "an integer";
         case nlohmann::json::value_t::number_unsigned:
-            return "a non-negative integer";
+            return "an integer";
         case nlohmann::json::value_t::number_float:
             return "a fractional number";
         default:

@@ -144,7 +144,7 @@ void check_layer_array(const Fields& fields, std::string_view field, const std::
     }
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (values[i] != 0 && values[i] != 1) {
-            fields.reject(field, "[{}] must be 0 or 1, found {}", i, values[i]);
+            fail("{}: {}[{}] must be 0 or 1, found {}", fields.source(), fields.name(field), i, values[i]);
         }
     }
 }
