@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <filesystem>
@@ -28,6 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+constexpr std::int64_t kDefaultContext = 131072;
 
 struct InfoOptions {
     std::string model_dir;
@@ -467,8 +470,10 @@ void register_info_command(CLI::App& app, CommandBody& body) {
         "info", "Summarise a model directory: shape, layer kinds, weights, KV-cache bytes per token and capacity");
     cmd->add_option("MODEL_DIR", options->model_dir, "Model directory (config.json, optional safetensors and index)")
         ->required();
-    cmd->add_option("--context", options->capacity.context_tokens, "Context length per sequence for the capacity plan")
-        ->capture_default_str();
+    options->capacity.context_tokens = 0;  // 0: min(131072, max_position_embeddings), resolved once the config is read
+    cmd->add_option("--context", options->capacity.context_tokens,
+                    "Context length per sequence for the capacity plan (default: 131072 or the model's maximum, "
+                    "whichever is smaller)");
     cmd->add_option("--gpu-memory-gib", options->capacity.gpu_memory_gib, "Memory of one GPU in GiB")
         ->capture_default_str();
     cmd->add_option("--gpu-memory-utilization", options->capacity.memory_utilization,
@@ -479,6 +484,9 @@ void register_info_command(CLI::App& app, CommandBody& body) {
     cmd->callback([options, &body] {
         body = [options] {
             const ModelFacts facts = gather(*options);
+            if (options->capacity.context_tokens == 0) {
+                options->capacity.context_tokens = std::min<std::int64_t>(kDefaultContext, facts.config.max_position_embeddings);
+            }
             if (options->json_output) {
                 print_json(facts, *options);
             } else {
