@@ -18,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 bytes *= static_cast<std::uint64_t>(d);
             }
             // Invariants the parser promises: sorted, contiguous, in bounds, sized by dtype x shape.
-            if (entry.begin != expected || entry.end - entry.begin != bytes ||
-                header.data_start + entry.end > size) {
+            if (entry.begin != expected || entry.end - entry.begin != bytes || header.data_start + entry.end > size) {
                 std::abort();
             }
             expected = entry.end;

@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,7 +138,9 @@ std::string digits(std::uint64_t value) {
     return out;
 }
 
-std::string gib(std::uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+std::string gib(std::uint64_t bytes) {
+    return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
+}
 
 // Bytes in the largest binary unit that keeps the number >= 1 (B, KiB, MiB, GiB).
 std::string bytes_text(std::uint64_t bytes) {
@@ -229,8 +231,8 @@ void print_text(const ModelFacts& facts, const InfoOptions& options) {
                      digits(static_cast<std::uint64_t>(c.vocab_size)), c.tie_word_embeddings ? "tied" : "untied",
                      digits(static_cast<std::uint64_t>(c.max_position_embeddings))));
     line(fmt::format("  attention       {} query heads, {} KV heads x {} (GQA {}), RoPE on {} of {} dims, theta {}",
-                     c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.gqa_ratio(), c.rotary_dim,
-                     c.head_dim, c.rope_theta));
+                     c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.gqa_ratio(), c.rotary_dim, c.head_dim,
+                     c.rope_theta));
     if (c.sparse.use_sparse_attention) {
         line(fmt::format("  MSA             top-{} of {}-token blocks, {} index heads x {}, score {}",
                          c.sparse.topk_blocks, c.sparse.block_size, c.sparse.num_index_heads, c.sparse.index_dim,
@@ -239,11 +241,11 @@ void print_text(const ModelFacts& facts, const InfoOptions& options) {
         line("  MSA             off (every layer dense attention)");
     }
     if (c.num_moe_layers() > 0) {
-        line(fmt::format("  MoE             {} experts x {}, top-{}, {} routing{}, scale {}{}", c.num_local_experts,
-                         c.intermediate_size, c.num_experts_per_tok, c.scoring_func,
-                         c.use_routing_bias ? " with correction bias" : "", c.routed_scaling_factor,
-                         c.n_shared_experts == 1 ? fmt::format(", + 1 shared expert x {}", c.shared_intermediate_size)
-                                                 : ""));
+        line(fmt::format(
+            "  MoE             {} experts x {}, top-{}, {} routing{}, scale {}{}", c.num_local_experts,
+            c.intermediate_size, c.num_experts_per_tok, c.scoring_func,
+            c.use_routing_bias ? " with correction bias" : "", c.routed_scaling_factor,
+            c.n_shared_experts == 1 ? fmt::format(", + 1 shared expert x {}", c.shared_intermediate_size) : ""));
     }
     if (c.num_moe_layers() < c.num_hidden_layers) {
         line(fmt::format("  dense MLP       {} ({})", c.dense_intermediate_size, c.hidden_act));
@@ -284,8 +286,8 @@ void print_text(const ModelFacts& facts, const InfoOptions& options) {
         line(fmt::format("  {:<16}{:>12}{:>14}", weight_format_name(format), param_text(count.params),
                          bytes_text(count.bytes)));
     }
-    line(fmt::format("  {:<16}{:>12}{:>14}   ({} bytes)", "total", param_text(w.total.params), bytes_text(w.total.bytes),
-                     digits(w.total.bytes)));
+    line(fmt::format("  {:<16}{:>12}{:>14}   ({} bytes)", "total", param_text(w.total.params),
+                     bytes_text(w.total.bytes), digits(w.total.bytes)));
     line(fmt::format("  active per token {} ({} without embedding and lm_head)", param_text(w.active_params),
                      param_text(w.active_params - w.embedding_params)));
     line(fmt::format("  {:<16}{:>12}{:>14}", "by part", "parameters", "bytes"));
@@ -325,8 +327,8 @@ void print_text(const ModelFacts& facts, const InfoOptions& options) {
     const CapacityRequest& r = options.capacity;
     const auto plans = capacity_plans(facts, r);
     line("");
-    line(fmt::format("Capacity: context {} tokens, TP {} x {} GiB GPU, {:.0f}% usable", digits(r.context_tokens),
-                     r.tp, r.gpu_memory_gib, r.memory_utilization * 100));
+    line(fmt::format("Capacity: context {} tokens, TP {} x {} GiB GPU, {:.0f}% usable", digits(r.context_tokens), r.tp,
+                     r.gpu_memory_gib, r.memory_utilization * 100));
     line(fmt::format("  per GPU: usable {}, text weights {}, left for the KV cache {}", gib(plans[0].usable_bytes),
                      gib(plans[0].weight_bytes),
                      plans[0].cache_bytes < 0 ? "none (the weights do not fit)"
@@ -435,8 +437,7 @@ void print_json(const ModelFacts& facts, const InfoOptions& options) {
                              {"index_k_bytes", f.index_bytes},
                              {"total_bytes", f.total()}});
     }
-    doc["kv_cache"] = {{"default_dtype", kv_cache_dtype_name(c.default_kv_cache_dtype())},
-                       {"per_token", per_token}};
+    doc["kv_cache"] = {{"default_dtype", kv_cache_dtype_name(c.default_kv_cache_dtype())}, {"per_token", per_token}};
 
     const CapacityRequest& r = options.capacity;
     json per_dtype = json::array();
@@ -485,7 +486,8 @@ void register_info_command(CLI::App& app, CommandBody& body) {
         body = [options] {
             const ModelFacts facts = gather(*options);
             if (options->capacity.context_tokens == 0) {
-                options->capacity.context_tokens = std::min<std::int64_t>(kDefaultContext, facts.config.max_position_embeddings);
+                options->capacity.context_tokens =
+                    std::min<std::int64_t>(kDefaultContext, facts.config.max_position_embeddings);
             }
             if (options->json_output) {
                 print_json(facts, *options);

@@ -39,7 +39,9 @@ const DTypeInfo& info(DType dtype) {
 
 }  // namespace
 
-std::string_view dtype_name(DType dtype) { return info(dtype).name; }
+std::string_view dtype_name(DType dtype) {
+    return info(dtype).name;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
     for (const auto& entry : kDTypes) {
@@ -50,6 +52,8 @@ std::optional<DType> parse_dtype(std::string_view name) {
     return std::nullopt;
 }
 
-std::size_t dtype_size(DType dtype) { return info(dtype).size; }
+std::size_t dtype_size(DType dtype) {
+    return info(dtype).size;
+}
 
 }  // namespace msa

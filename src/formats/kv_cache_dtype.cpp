@@ -39,8 +39,7 @@ std::size_t kv_cache_vector_bytes(KvCacheDtype dtype, std::size_t channels) {
     switch (dtype) {
         case KvCacheDtype::NVFP4:
             // Two E2M1 codes per byte plus one E4M3 scale per 16 channels.
-            MSA_CHECK(channels % 16 == 0, "an NVFP4 KV-cache vector needs a multiple of 16 channels, not {}",
-                      channels);
+            MSA_CHECK(channels % 16 == 0, "an NVFP4 KV-cache vector needs a multiple of 16 channels, not {}", channels);
             return channels / 2 + channels / 16;
         case KvCacheDtype::FP8:
             return channels;

@@ -13,7 +13,7 @@ namespace msa {
 enum class KvCacheDtype { NVFP4, FP8, BF16 };
 
 inline constexpr std::array<KvCacheDtype, 3> kAllKvCacheDtypes = {KvCacheDtype::NVFP4, KvCacheDtype::FP8,
-                                                                   KvCacheDtype::BF16};
+                                                                  KvCacheDtype::BF16};
 
 // "NVFP4", "FP8", "BF16" (the spelling of quantization_config.kv_cache_quant_algo; BF16 is its absence).
 std::string_view kv_cache_dtype_name(KvCacheDtype dtype);

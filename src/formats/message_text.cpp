@@ -32,9 +32,13 @@ std::string escape(std::string_view text, std::size_t limit, bool quote) {
 
 }  // namespace
 
-std::string quote_text(std::string_view text) { return fmt::format("\"{}\"", escape(text, 200, true)); }
+std::string quote_text(std::string_view text) {
+    return fmt::format("\"{}\"", escape(text, 200, true));
+}
 
-std::string printable(std::string_view text) { return escape(text, 300, false); }
+std::string printable(std::string_view text) {
+    return escape(text, 300, false);
+}
 
 std::string json_kind(const nlohmann::json& value) {
     switch (value.type()) {

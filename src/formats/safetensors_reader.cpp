@@ -115,8 +115,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
               json_kind(*dtype_it));
     const auto& dtype_text = dtype_it->get_ref<const std::string&>();
     const auto dtype = parse_dtype(dtype_text);
-    MSA_CHECK(dtype.has_value(), "{}: tensor {}: unknown dtype {} (supported: {})", file, tensor, quote_text(dtype_text),
-              supported_dtypes());
+    MSA_CHECK(dtype.has_value(), "{}: tensor {}: unknown dtype {} (supported: {})", file, tensor,
+              quote_text(dtype_text), supported_dtypes());
     entry.dtype = *dtype;
 
     const auto shape_it = value.find("shape");
@@ -162,8 +162,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
 }
 
 void parse_metadata(const json& value, std::string_view file, std::map<std::string, std::string>& metadata) {
-    MSA_CHECK(value.is_object(), "{}: \"__metadata__\" must be an object of strings, found {}", file,
-              json_kind(value));
+    MSA_CHECK(value.is_object(), "{}: \"__metadata__\" must be an object of strings, found {}", file, json_kind(value));
     for (const auto& [key, item] : value.items()) {
         MSA_CHECK(item.is_string(), "{}: \"__metadata__\" entry {} must be a string, found {}", file, quote_text(key),
                   json_kind(item));
@@ -212,8 +211,7 @@ SafetensorsHeader parse_safetensors(std::span<const std::uint8_t> bytes, std::st
 
     std::string duplicate;
     const json document = parse_json_checking_duplicates(text, file, "the header", "", duplicate);
-    MSA_CHECK(document.is_object(), "{}: the header must be a JSON object, found {}", file,
-              json_kind(document));
+    MSA_CHECK(document.is_object(), "{}: the header must be a JSON object, found {}", file, json_kind(document));
     MSA_CHECK(duplicate.empty(), "{}: tensor {} appears twice in the header", file, quote_text(duplicate));
 
     for (const auto& [name, value] : document.items()) {
@@ -223,9 +221,8 @@ SafetensorsHeader parse_safetensors(std::span<const std::uint8_t> bytes, std::st
         }
         header.entries.push_back(parse_entry(name, value, data_size, file));
     }
-    std::sort(header.entries.begin(), header.entries.end(), [](const auto& a, const auto& b) {
-        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    });
+    std::sort(header.entries.begin(), header.entries.end(),
+              [](const auto& a, const auto& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
     check_tiling(header.entries, data_size, file);
     return header;
 }
@@ -305,20 +302,17 @@ SafetensorsIndex parse_safetensors_index(std::string_view text, std::string_view
 
     SafetensorsIndex index;
     if (const auto metadata = document.find("metadata"); metadata != document.end() && !metadata->is_null()) {
-        MSA_CHECK(metadata->is_object(), "{}: \"metadata\" must be an object, found {}", file,
-                  json_kind(*metadata));
+        MSA_CHECK(metadata->is_object(), "{}: \"metadata\" must be an object, found {}", file, json_kind(*metadata));
         if (const auto total = metadata->find("total_size"); total != metadata->end()) {
             MSA_CHECK(total->is_number() && total->get<double>() >= 0,
-                      "{}: \"metadata.total_size\" must be a non-negative number, found {}", file,
-                      json_kind(*total));
+                      "{}: \"metadata.total_size\" must be a non-negative number, found {}", file, json_kind(*total));
             index.total_size = total->is_number_unsigned() ? total->get<std::uint64_t>()
                                                            : static_cast<std::uint64_t>(total->get<double>());
         }
     }
     const auto weight_map = document.find("weight_map");
     MSA_CHECK(weight_map != document.end(), "{}: field \"weight_map\" is missing", file);
-    MSA_CHECK(weight_map->is_object(), "{}: \"weight_map\" must be an object, found {}", file,
-              json_kind(*weight_map));
+    MSA_CHECK(weight_map->is_object(), "{}: \"weight_map\" must be an object, found {}", file, json_kind(*weight_map));
     std::set<std::string> shards;
     for (const auto& [name, shard] : weight_map->items()) {
         MSA_CHECK(shard.is_string(), "{}: \"weight_map\" entry for tensor {} must be a file name, found {}", file,
@@ -370,8 +364,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
         const SafetensorsIndex index = read_safetensors_index(index_path.string());
         for (const auto& shard : index.shards) {
             const fs::path shard_path = fs::path(dir) / shard;
-            MSA_CHECK(fs::is_regular_file(shard_path, ec), "{}: shard {} listed in {} is missing", dir, quote_text(shard),
-                      kSafetensorsIndexFile);
+            MSA_CHECK(fs::is_regular_file(shard_path, ec), "{}: shard {} listed in {} is missing", dir,
+                      quote_text(shard), kSafetensorsIndexFile);
         }
         for (const auto& shard : index.shards) {
             checkpoint.add_shard(std::make_unique<SafetensorsFile>((fs::path(dir) / shard).string()));

@@ -102,7 +102,8 @@ std::string header_text(const std::vector<const Tensor*>& ordered, const std::ma
 
 }  // namespace
 
-void SafetensorsWriter::write_subset(const std::filesystem::path& path, const std::vector<const Tensor*>& subset) const {
+void SafetensorsWriter::write_subset(const std::filesystem::path& path,
+                                     const std::vector<const Tensor*>& subset) const {
     const auto ordered = layout_order(subset);
     const std::string text = header_text(ordered, metadata_);
 
@@ -132,7 +133,9 @@ std::vector<std::uint8_t> SafetensorsWriter::serialize() const {
     return out;
 }
 
-void SafetensorsWriter::write(const std::filesystem::path& path) const { write_subset(path, all_tensors()); }
+void SafetensorsWriter::write(const std::filesystem::path& path) const {
+    write_subset(path, all_tensors());
+}
 
 std::vector<const SafetensorsWriter::Tensor*> SafetensorsWriter::all_tensors() const {
     std::vector<const Tensor*> all;

@@ -58,8 +58,8 @@ private:
         std::vector<std::uint8_t> owned;
         std::span<const std::uint8_t> bytes;
     };
-    void add_tensor(std::string name, DType dtype, std::vector<std::int64_t> shape,
-                    std::span<const std::uint8_t> bytes, bool copy);
+    void add_tensor(std::string name, DType dtype, std::vector<std::int64_t> shape, std::span<const std::uint8_t> bytes,
+                    bool copy);
     std::vector<const Tensor*> all_tensors() const;
     void write_subset(const std::filesystem::path& path, const std::vector<const Tensor*>& subset) const;
 

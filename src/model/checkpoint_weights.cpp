@@ -59,7 +59,9 @@ std::uint64_t LinearWeight::stored_bytes() const {
 
 namespace {
 
-bool is_float_dtype(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32; }
+bool is_float_dtype(DType dtype) {
+    return dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32;
+}
 
 WeightFormat float_weight_format(DType dtype) {
     return dtype == DType::BF16 ? WeightFormat::BF16 : dtype == DType::F16 ? WeightFormat::F16 : WeightFormat::F32;
@@ -171,8 +173,8 @@ LinearWeight bind_linear_impl(TensorFinder& finder, const std::string& name, std
               "NVFP4 (U8 + weight_scale + weight_scale_2)",
               weight.file, quote_text(weight.name), dtype_name(weight.dtype));
     MSA_CHECK(scale_inv == nullptr && scale == nullptr && scale2 == nullptr,
-              "{}: tensor {} is {} but quantisation scales are stored beside it", weight.file,
-              quote_text(weight.name), dtype_name(weight.dtype));
+              "{}: tensor {} is {} but quantisation scales are stored beside it", weight.file, quote_text(weight.name),
+              dtype_name(weight.dtype));
     linear.format = float_weight_format(weight.dtype);
     expect_shape(weight, {out, in}, "weight [out, in]");
     return linear;
@@ -223,8 +225,8 @@ private:
 
 class SpecCollector final : public WeightVisitor {
 public:
-    const TensorView* plain(const std::vector<std::string>& names, std::vector<std::int64_t> shape,
-                            WeightGroup group, int layer) override {
+    const TensorView* plain(const std::vector<std::string>& names, std::vector<std::int64_t> shape, WeightGroup group,
+                            int layer) override {
         specs.push_back({names[0], false, std::move(shape), group, layer, names.size() > 1 ? names[1] : ""});
         return nullptr;
     }
@@ -273,8 +275,7 @@ void visit_layer(const ModelConfig& c, const WeightNames& n, int l, WeightVisito
     const std::int64_t experts = c.num_local_experts;
     layer.router_gate = v.plain({n.router_gate(l)}, {experts, hidden}, WeightGroup::router, l);
     if (c.use_routing_bias) {
-        layer.router_bias =
-            v.plain({n.router_bias(l), n.router_bias_in_gate(l)}, {experts}, WeightGroup::router, l);
+        layer.router_bias = v.plain({n.router_bias(l), n.router_bias_in_gate(l)}, {experts}, WeightGroup::router, l);
     }
     const std::int64_t width = c.intermediate_size;
     layer.experts.resize(static_cast<std::size_t>(experts));

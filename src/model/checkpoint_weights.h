@@ -26,7 +26,17 @@ enum class WeightFormat { BF16, F16, F32, MXFP8, NVFP4 };
 std::string_view weight_format_name(WeightFormat format);
 
 // What a weight is for (how `msa info` groups parameters).
-enum class WeightGroup { embedding, lm_head, norm, attention, indexer, dense_mlp, router, routed_expert, shared_expert };
+enum class WeightGroup {
+    embedding,
+    lm_head,
+    norm,
+    attention,
+    indexer,
+    dense_mlp,
+    router,
+    routed_expert,
+    shared_expert
+};
 
 std::string_view weight_group_name(WeightGroup group);
 
@@ -37,7 +47,7 @@ struct WeightSpec {
     bool linear = false;
     std::vector<std::int64_t> shape;
     WeightGroup group = WeightGroup::norm;
-    int layer = -1;  // -1 for embedding, final norm and lm_head
+    int layer = -1;                // -1 for embedding, final norm and lm_head
     std::string alternative_name;  // another accepted spelling (the router bias), empty when none
 };
 
@@ -79,17 +89,17 @@ struct LayerWeights {
     const TensorView* q_norm = nullptr;                    // [D]; null when use_qk_norm is false
     const TensorView* k_norm = nullptr;
 
-    bool msa = false;                                      // config.is_msa_layer(layer)
-    LinearWeight index_q_proj;                             // [index_heads*Di, H]
-    LinearWeight index_k_proj;                             // [Di, H]
-    const TensorView* index_q_norm = nullptr;              // [Di]
-    const TensorView* index_k_norm = nullptr;              // [Di]
+    bool msa = false;                          // config.is_msa_layer(layer)
+    LinearWeight index_q_proj;                 // [index_heads*Di, H]
+    LinearWeight index_k_proj;                 // [Di, H]
+    const TensorView* index_q_norm = nullptr;  // [Di]
+    const TensorView* index_k_norm = nullptr;  // [Di]
 
-    bool moe = false;                                      // config.is_moe_layer(layer)
+    bool moe = false;                                        // config.is_moe_layer(layer)
     LinearWeight mlp_gate_proj, mlp_up_proj, mlp_down_proj;  // dense MLP: [Id, H], [Id, H], [H, Id]
-    const TensorView* router_gate = nullptr;               // [E, H] (F32 in M3)
-    const TensorView* router_bias = nullptr;               // [E]; null when use_routing_bias is false
-    std::vector<ExpertWeights> experts;                    // E routed experts
+    const TensorView* router_gate = nullptr;                 // [E, H] (F32 in M3)
+    const TensorView* router_bias = nullptr;                 // [E]; null when use_routing_bias is false
+    std::vector<ExpertWeights> experts;                      // E routed experts
     bool has_shared_expert = false;
     LinearWeight shared_gate_proj, shared_up_proj, shared_down_proj;  // [Is, H], [Is, H], [H, Is]
 };

@@ -102,9 +102,10 @@ private:
     std::int64_t to_integer(const json& value, std::string_view field) const {
         MSA_CHECK(value.is_number_integer(), "{}: {} must be an integer, found {}", source_, name(field),
                   json_kind(value));
-        MSA_CHECK(!value.is_number_unsigned() ||
-                      value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                  "{}: {} is too large", source_, name(field));
+        MSA_CHECK(
+            !value.is_number_unsigned() ||
+                value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+            "{}: {} is too large", source_, name(field));
         return value.get<std::int64_t>();
     }
     int narrow(std::int64_t value, std::string_view field) const {
@@ -117,8 +118,7 @@ private:
         return value.get<double>();
     }
     bool to_boolean(const json& value, std::string_view field) const {
-        MSA_CHECK(value.is_boolean(), "{}: {} must be true or false, found {}", source_, name(field),
-                  json_kind(value));
+        MSA_CHECK(value.is_boolean(), "{}: {} must be true or false, found {}", source_, name(field), json_kind(value));
         return value.get<bool>();
     }
     std::string to_string(const json& value, std::string_view field) const {
@@ -130,6 +130,9 @@ private:
     std::string path_;
     std::string source_;
 };
+
+// No model of the family comes near this; a larger value is a corrupt config (and would size per-layer arrays).
+constexpr int kMaxLayers = 4096;
 
 void require_positive(const Fields& fields, std::string_view field, std::int64_t value) {
     if (value <= 0) {
@@ -323,22 +326,24 @@ void parse_text(const Fields& text, ModelConfig& config) {
     config.head_dim = text.int32("head_dim");
     config.vocab_size = text.int32("vocab_size");
     config.max_position_embeddings = text.integer("max_position_embeddings");
-    for (const auto& [field, value] :
-         {std::pair<std::string_view, std::int64_t>{"hidden_size", config.hidden_size},
-          {"num_hidden_layers", config.num_hidden_layers},
-          {"num_attention_heads", config.num_attention_heads},
-          {"num_key_value_heads", config.num_key_value_heads},
-          {"head_dim", config.head_dim},
-          {"vocab_size", config.vocab_size},
-          {"max_position_embeddings", config.max_position_embeddings}}) {
+    for (const auto& [field, value] : {std::pair<std::string_view, std::int64_t>{"hidden_size", config.hidden_size},
+                                       {"num_hidden_layers", config.num_hidden_layers},
+                                       {"num_attention_heads", config.num_attention_heads},
+                                       {"num_key_value_heads", config.num_key_value_heads},
+                                       {"head_dim", config.head_dim},
+                                       {"vocab_size", config.vocab_size},
+                                       {"max_position_embeddings", config.max_position_embeddings}}) {
         require_positive(text, field, value);
     }
     if (config.num_attention_heads % config.num_key_value_heads != 0) {
         text.reject("num_attention_heads", "({}) must be a multiple of num_key_value_heads ({})",
                     config.num_attention_heads, config.num_key_value_heads);
     }
-    if (config.head_dim % 2 != 0) {
-        text.reject("head_dim", "({}) must be even", config.head_dim);
+    if (config.head_dim % 16 != 0) {
+        text.reject("head_dim", "({}) must be a multiple of 16 (KV-cache blocks hold 16 values)", config.head_dim);
+    }
+    if (config.num_hidden_layers > kMaxLayers) {
+        text.reject("num_hidden_layers", "({}) is implausibly large (limit {})", config.num_hidden_layers, kMaxLayers);
     }
 
     config.rms_norm_eps = text.number("rms_norm_eps");
@@ -347,8 +352,9 @@ void parse_text(const Fields& text, ModelConfig& config) {
     }
     config.use_gemma_norm = text.boolean("use_gemma_norm");
     if (!config.use_gemma_norm) {
-        text.reject("use_gemma_norm", "is false; only the Gemma RMSNorm x * rsqrt(mean(x^2) + eps) * (1 + w) is "
-                                      "defined for this model family");
+        text.reject("use_gemma_norm",
+                    "is false; only the Gemma RMSNorm x * rsqrt(mean(x^2) + eps) * (1 + w) is "
+                    "defined for this model family");
     }
     config.use_qk_norm = text.boolean("use_qk_norm");
     if (config.use_qk_norm) {

@@ -25,13 +25,13 @@ namespace msa {
 struct SparseAttentionConfig {
     // Absent config or `use_sparse_attention: false`: every layer is dense.
     bool use_sparse_attention = false;
-    int index_dim = 0;          // sparse_index_dim; must equal head_dim
-    int num_index_heads = 0;    // sparse_num_index_heads; must equal num_key_value_heads (index head g -> KV group g)
-    int topk_blocks = 0;        // sparse_topk_blocks (16 in M3), >= 1
-    int block_size = 0;         // sparse_block_size (128 in M3), a positive multiple of 16
-    std::string score_type;     // sparse_score_type; only "max" is defined
-    int init_block = 0;         // sparse_init_block; optional, must be 0
-    int local_block = 1;        // sparse_local_block; optional, must be 1
+    int index_dim = 0;        // sparse_index_dim; must equal head_dim
+    int num_index_heads = 0;  // sparse_num_index_heads; must equal num_key_value_heads (index head g -> KV group g)
+    int topk_blocks = 0;      // sparse_topk_blocks (16 in M3), >= 1
+    int block_size = 0;       // sparse_block_size (128 in M3), a positive multiple of 16
+    std::string score_type;   // sparse_score_type; only "max" is defined
+    int init_block = 0;       // sparse_init_block; optional, must be 0
+    int local_block = 1;      // sparse_local_block; optional, must be 1
     // sparse_attention_freq: 1 = MSA layer, 0 = dense attention; length num_hidden_layers. Required when
     // use_sparse_attention is true.
     std::vector<int> attention_freq;
@@ -44,10 +44,10 @@ struct SparseAttentionConfig {
 // decided per tensor from what the checkpoint stores (model.md section 7).
 struct QuantizationConfig {
     bool present = false;
-    std::string quant_method;                  // "mxfp8", "modelopt", ... (optional, empty when absent)
-    std::string activation_scheme;             // "dynamic" (optional)
-    std::vector<int> weight_block_size;        // [1, 32] for MXFP8 (optional)
-    std::vector<std::string> ignored_layers;   // informative only
+    std::string quant_method;                 // "mxfp8", "modelopt", ... (optional, empty when absent)
+    std::string activation_scheme;            // "dynamic" (optional)
+    std::vector<int> weight_block_size;       // [1, 32] for MXFP8 (optional)
+    std::vector<std::string> ignored_layers;  // informative only
     // Ours: default KV-cache dtype ("NVFP4" | "FP8" | absent = BF16). The --kv-cache-dtype flag overrides it.
     std::optional<KvCacheDtype> kv_cache_quant_algo;
     // Ours: "nvfp4_row_scaled" turns on M3.1's W4A4 activation quantisation of the routed experts.
@@ -58,63 +58,63 @@ struct ModelConfig {
     // Where the text fields were found: "text_config." for the VL wrapper, "" for a flat config. Error messages
     // and `msa info` use it to name fields.
     std::string text_prefix;
-    std::string model_type;                    // top-level model_type (optional, informative)
-    std::vector<std::string> architectures;    // text architectures if present, else top-level (optional)
-    std::string dtype;                         // "dtype" or legacy "torch_dtype" (optional; "bfloat16" in M3)
+    std::string model_type;                  // top-level model_type (optional, informative)
+    std::vector<std::string> architectures;  // text architectures if present, else top-level (optional)
+    std::string dtype;                       // "dtype" or legacy "torch_dtype" (optional; "bfloat16" in M3)
 
     // ---- shapes (all required) ----
     int hidden_size = 0;
-    int num_hidden_layers = 0;
+    int num_hidden_layers = 0;  // at most 4096
     int num_attention_heads = 0;
-    int num_key_value_heads = 0;               // divides num_attention_heads
-    int head_dim = 0;                          // even
+    int num_key_value_heads = 0;  // divides num_attention_heads
+    int head_dim = 0;             // a multiple of 16 (NVFP4 KV blocks)
     int vocab_size = 0;
     std::int64_t max_position_embeddings = 0;
 
     // ---- norms and positions ----
-    double rms_norm_eps = 0;                   // required
-    bool use_gemma_norm = true;                // required; only the Gemma form (x * rsqrt(...) * (1 + w)) exists
-    bool use_qk_norm = true;                   // required
-    std::string qk_norm_type = "per_head";     // required when use_qk_norm; only "per_head"
-    double rope_theta = 0;                     // required
+    double rms_norm_eps = 0;                // required
+    bool use_gemma_norm = true;             // required; only the Gemma form (x * rsqrt(...) * (1 + w)) exists
+    bool use_qk_norm = true;                // required
+    std::string qk_norm_type = "per_head";  // required when use_qk_norm; only "per_head"
+    double rope_theta = 0;                  // required
     // rotary_dim and/or partial_rotary_factor (at least one). rotary_dim wins; when both are given they must agree
     // (rotary_dim == partial_rotary_factor * head_dim). Even, 2 .. head_dim.
     int rotary_dim = 0;
     std::optional<double> partial_rotary_factor;
-    bool attention_output_gate = false;        // optional (default false); true is rejected (not in the model)
-    bool tie_word_embeddings = false;          // optional (default false: M3 ships an untied lm_head)
+    bool attention_output_gate = false;  // optional (default false); true is rejected (not in the model)
+    bool tie_word_embeddings = false;    // optional (default false: M3 ships an untied lm_head)
 
     // ---- feed-forward ----
-    std::string hidden_act;                    // required; only "swigluoai"
-    double swiglu_alpha = 1.702;               // optional, default of model.md section 1
-    double swiglu_limit = 7.0;                 // optional, default of model.md section 1
+    std::string hidden_act;       // required; only "swigluoai"
+    double swiglu_alpha = 1.702;  // optional, default of model.md section 1
+    double swiglu_limit = 7.0;    // optional, default of model.md section 1
     // moe_layer_freq: 1 = MoE layer, 0 = dense MLP; length num_hidden_layers. Optional: absent means every layer is
     // dense (a dense-only config).
     std::vector<int> moe_layer_freq;
-    int dense_intermediate_size = 0;           // required when any layer is dense
+    int dense_intermediate_size = 0;  // required when any layer is dense
     // MoE fields: required when any layer is MoE, else 0/defaults.
-    int intermediate_size = 0;                 // width of one routed expert
+    int intermediate_size = 0;  // width of one routed expert
     int num_local_experts = 0;
-    int num_experts_per_tok = 0;               // 1 .. num_local_experts
-    int n_shared_experts = 0;                  // 0 or 1
-    int shared_intermediate_size = 0;          // required when n_shared_experts == 1
-    std::string scoring_func;                  // only "sigmoid"
-    bool use_routing_bias = false;             // e_score_correction_bias present
+    int num_experts_per_tok = 0;       // 1 .. num_local_experts
+    int n_shared_experts = 0;          // 0 or 1
+    int shared_intermediate_size = 0;  // required when n_shared_experts == 1
+    std::string scoring_func;          // only "sigmoid"
+    bool use_routing_bias = false;     // e_score_correction_bias present
     double routed_scaling_factor = 1.0;
 
     // ---- attention kind per layer ----
     SparseAttentionConfig sparse;
 
     // ---- ignored by inference, kept for `msa info` ----
-    int num_mtp_modules = 0;                   // optional; no MTP weights are used
+    int num_mtp_modules = 0;  // optional; no MTP weights are used
     std::optional<std::int64_t> image_token_index;
     std::optional<std::int64_t> video_token_index;
 
     QuantizationConfig quantization;
 
     // ---- derived helpers ----
-    bool is_msa_layer(int layer) const;        // MSA (sparse) attention, else dense attention
-    bool is_moe_layer(int layer) const;        // MoE FFN, else dense MLP
+    bool is_msa_layer(int layer) const;  // MSA (sparse) attention, else dense attention
+    bool is_moe_layer(int layer) const;  // MoE FFN, else dense MLP
     int num_msa_layers() const;
     int num_moe_layers() const;
     int gqa_ratio() const { return num_attention_heads / num_key_value_heads; }

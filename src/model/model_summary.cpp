@@ -97,8 +97,8 @@ WeightSummary summarize_weights(const ModelConfig& config, const CheckpointWeigh
         }
         const TensorView& weight = checkpoint.get(spec.name + std::string(kWeightSuffix));
         ParamCount count{0, numel(spec.shape), 0};
-        for (auto suffix : {kWeightSuffix, kWeightScaleInvSuffix, kWeightScaleSuffix, kWeightScale2Suffix,
-                            kInputScaleSuffix}) {
+        for (auto suffix :
+             {kWeightSuffix, kWeightScaleInvSuffix, kWeightScaleSuffix, kWeightScale2Suffix, kInputScaleSuffix}) {
             if (const TensorView* view = checkpoint.find(spec.name + std::string(suffix))) {
                 count.tensors += 1;
                 count.bytes += view->bytes.size();
@@ -113,8 +113,8 @@ WeightSummary summarize_weights(const ModelConfig& config, const CheckpointWeigh
         summary.unused.add(count_of(*view));
     }
     finish_active(config, summary);
-    summary.notes.push_back(fmt::format("counted from the headers of {} safetensors file(s)",
-                                        checkpoint.shards().size()));
+    summary.notes.push_back(
+        fmt::format("counted from the headers of {} safetensors file(s)", checkpoint.shards().size()));
     return summary;
 }
 
@@ -132,20 +132,20 @@ WeightSummary estimate_weights(const ModelConfig& config) {
         projections = WeightFormat::MXFP8;
         summary.notes.push_back("projections assumed MXFP8 (quantization_config.quant_method \"mxfp8\")");
     } else if (!quant.quant_method.empty()) {
-        summary.notes.push_back(fmt::format(
-            "quantization_config.quant_method \"{}\" is not modelled: projections assumed {}", quant.quant_method,
-            weight_format_name(plain)));
+        summary.notes.push_back(
+            fmt::format("quantization_config.quant_method \"{}\" is not modelled: projections assumed {}",
+                        quant.quant_method, weight_format_name(plain)));
     } else {
-        summary.notes.push_back(fmt::format("no quantization_config: projections assumed {}",
-                                            weight_format_name(plain)));
+        summary.notes.push_back(
+            fmt::format("no quantization_config: projections assumed {}", weight_format_name(plain)));
     }
     WeightFormat experts = projections;
     if (quant.moe_activation_nvfp4_row_scaled) {
         experts = WeightFormat::NVFP4;
         summary.notes.push_back("routed experts assumed NVFP4 (quantization_config.moe_activation_quant)");
     }
-    summary.notes.push_back(fmt::format("embedding, lm_head and norms assumed {}; router gate and bias F32",
-                                        weight_format_name(plain)));
+    summary.notes.push_back(
+        fmt::format("embedding, lm_head and norms assumed {}; router gate and bias F32", weight_format_name(plain)));
 
     for (const auto& spec : model_weight_specs(config, WeightNames())) {
         const std::uint64_t params = numel(spec.shape);
@@ -196,8 +196,8 @@ CapacityPlan plan_capacity(const ModelConfig& config, std::uint64_t text_weight_
     plan.per_token = kv_footprint(config, dtype, request.tp);
     plan.usable_bytes =
         static_cast<std::uint64_t>(request.gpu_memory_gib * request.memory_utilization * 1024.0 * 1024.0 * 1024.0);
-    plan.weight_bytes = (text_weight_bytes + static_cast<std::uint64_t>(request.tp) - 1) /
-                        static_cast<std::uint64_t>(request.tp);
+    plan.weight_bytes =
+        (text_weight_bytes + static_cast<std::uint64_t>(request.tp) - 1) / static_cast<std::uint64_t>(request.tp);
     plan.cache_bytes = static_cast<std::int64_t>(plan.usable_bytes) - static_cast<std::int64_t>(plan.weight_bytes);
     plan.tokens_per_sequence = (request.context_tokens + kKvPageTokens - 1) / kKvPageTokens * kKvPageTokens;
     plan.bytes_per_sequence = static_cast<std::uint64_t>(plan.tokens_per_sequence) * plan.per_token.total();

@@ -31,16 +31,16 @@ struct ParamCount {
 };
 
 struct WeightSummary {
-    bool from_headers = false;                    // false: estimated from config.json
+    bool from_headers = false;                     // false: estimated from config.json
     std::map<WeightFormat, ParamCount> by_format;  // text weights by storage format
     std::map<WeightGroup, ParamCount> by_group;    // embedding, attention, MSA indexer, routed experts, ...
-    std::map<std::string, ParamCount> by_dtype;   // every stored tensor by safetensors dtype (headers only)
-    ParamCount total;                             // the text model the engine loads
-    std::uint64_t active_params = 0;              // per token: routed experts counted top-k of E
-    std::uint64_t embedding_params = 0;           // embedding + lm_head (for "active without embeddings")
-    ParamCount vision;                            // vision tensors (skipped)
-    ParamCount unused;                            // other tensors not loaded (e.g. MTP)
-    std::vector<std::string> notes;               // how the figures were obtained (assumed formats, ...)
+    std::map<std::string, ParamCount> by_dtype;    // every stored tensor by safetensors dtype (headers only)
+    ParamCount total;                              // the text model the engine loads
+    std::uint64_t active_params = 0;               // per token: routed experts counted top-k of E
+    std::uint64_t embedding_params = 0;            // embedding + lm_head (for "active without embeddings")
+    ParamCount vision;                             // vision tensors (skipped)
+    ParamCount unused;                             // other tensors not loaded (e.g. MTP)
+    std::vector<std::string> notes;                // how the figures were obtained (assumed formats, ...)
 };
 
 // Exact figures from bound weights (the checkpoint's shard headers).

@@ -50,27 +50,41 @@ WeightNames WeightNames::detect(std::span<const std::string_view> tensor_names) 
     return WeightNames(WeightPrefixStyle::text_only);
 }
 
-std::string WeightNames::embed_tokens() const { return model_prefix_ + "embed_tokens.weight"; }
-std::string WeightNames::final_norm() const { return model_prefix_ + "norm.weight"; }
+std::string WeightNames::embed_tokens() const {
+    return model_prefix_ + "embed_tokens.weight";
+}
+std::string WeightNames::final_norm() const {
+    return model_prefix_ + "norm.weight";
+}
 std::string WeightNames::lm_head() const {
     return style_ == WeightPrefixStyle::vision_language ? "language_model.lm_head.weight" : "lm_head.weight";
 }
 
-std::string WeightNames::layer_prefix(int layer) const { return fmt::format("{}layers.{}.", model_prefix_, layer); }
+std::string WeightNames::layer_prefix(int layer) const {
+    return fmt::format("{}layers.{}.", model_prefix_, layer);
+}
 
-std::string WeightNames::input_layernorm(int layer) const { return layer_prefix(layer) + "input_layernorm.weight"; }
+std::string WeightNames::input_layernorm(int layer) const {
+    return layer_prefix(layer) + "input_layernorm.weight";
+}
 std::string WeightNames::post_attention_layernorm(int layer) const {
     return layer_prefix(layer) + "post_attention_layernorm.weight";
 }
-std::string WeightNames::q_norm(int layer) const { return layer_prefix(layer) + "self_attn.q_norm.weight"; }
-std::string WeightNames::k_norm(int layer) const { return layer_prefix(layer) + "self_attn.k_norm.weight"; }
+std::string WeightNames::q_norm(int layer) const {
+    return layer_prefix(layer) + "self_attn.q_norm.weight";
+}
+std::string WeightNames::k_norm(int layer) const {
+    return layer_prefix(layer) + "self_attn.k_norm.weight";
+}
 std::string WeightNames::index_q_norm(int layer) const {
     return layer_prefix(layer) + "self_attn.index_q_norm.weight";
 }
 std::string WeightNames::index_k_norm(int layer) const {
     return layer_prefix(layer) + "self_attn.index_k_norm.weight";
 }
-std::string WeightNames::router_gate(int layer) const { return layer_prefix(layer) + "block_sparse_moe.gate.weight"; }
+std::string WeightNames::router_gate(int layer) const {
+    return layer_prefix(layer) + "block_sparse_moe.gate.weight";
+}
 std::string WeightNames::router_bias(int layer) const {
     return layer_prefix(layer) + "block_sparse_moe.e_score_correction_bias";
 }
@@ -78,15 +92,33 @@ std::string WeightNames::router_bias_in_gate(int layer) const {
     return layer_prefix(layer) + "block_sparse_moe.gate.e_score_correction_bias";
 }
 
-std::string WeightNames::q_proj(int layer) const { return layer_prefix(layer) + "self_attn.q_proj"; }
-std::string WeightNames::k_proj(int layer) const { return layer_prefix(layer) + "self_attn.k_proj"; }
-std::string WeightNames::v_proj(int layer) const { return layer_prefix(layer) + "self_attn.v_proj"; }
-std::string WeightNames::o_proj(int layer) const { return layer_prefix(layer) + "self_attn.o_proj"; }
-std::string WeightNames::index_q_proj(int layer) const { return layer_prefix(layer) + "self_attn.index_q_proj"; }
-std::string WeightNames::index_k_proj(int layer) const { return layer_prefix(layer) + "self_attn.index_k_proj"; }
-std::string WeightNames::mlp_gate_proj(int layer) const { return layer_prefix(layer) + "mlp.gate_proj"; }
-std::string WeightNames::mlp_up_proj(int layer) const { return layer_prefix(layer) + "mlp.up_proj"; }
-std::string WeightNames::mlp_down_proj(int layer) const { return layer_prefix(layer) + "mlp.down_proj"; }
+std::string WeightNames::q_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.q_proj";
+}
+std::string WeightNames::k_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.k_proj";
+}
+std::string WeightNames::v_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.v_proj";
+}
+std::string WeightNames::o_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.o_proj";
+}
+std::string WeightNames::index_q_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.index_q_proj";
+}
+std::string WeightNames::index_k_proj(int layer) const {
+    return layer_prefix(layer) + "self_attn.index_k_proj";
+}
+std::string WeightNames::mlp_gate_proj(int layer) const {
+    return layer_prefix(layer) + "mlp.gate_proj";
+}
+std::string WeightNames::mlp_up_proj(int layer) const {
+    return layer_prefix(layer) + "mlp.up_proj";
+}
+std::string WeightNames::mlp_down_proj(int layer) const {
+    return layer_prefix(layer) + "mlp.down_proj";
+}
 std::string WeightNames::expert(int layer, int expert, ExpertProj proj) const {
     return fmt::format("{}block_sparse_moe.experts.{}.{}", layer_prefix(layer), expert, expert_proj_name(proj));
 }

@@ -226,9 +226,8 @@ TEST(CheckpointWeightsErrors, MissingTensors) {
 
     tensors = test::checkpoint_tensors(config, {});
     tensors.erase("language_model.model.layers.3.block_sparse_moe.e_score_correction_bias");
-    EXPECT_THAT(bind_error(config, tensors),
-                ::testing::AllOf(HasSubstr("e_score_correction_bias\""), HasSubstr("(or "),
-                                 HasSubstr("gate.e_score_correction_bias")));
+    EXPECT_THAT(bind_error(config, tensors), ::testing::AllOf(HasSubstr("e_score_correction_bias\""), HasSubstr("(or "),
+                                                              HasSubstr("gate.e_score_correction_bias")));
 
     tensors = test::checkpoint_tensors(config, {});
     tensors.erase("language_model.lm_head.weight");
@@ -237,8 +236,8 @@ TEST(CheckpointWeightsErrors, MissingTensors) {
     // NVFP4 without its global scale (and no sibling to share).
     tensors = test::checkpoint_tensors(config, {});
     tensors.erase("language_model.model.layers.1.block_sparse_moe.experts.0.w2.weight_scale_2");
-    EXPECT_THAT(bind_error(config, tensors), ::testing::AllOf(HasSubstr("experts.0.w2.weight\""),
-                                                              HasSubstr("weight_scale_2 is missing")));
+    EXPECT_THAT(bind_error(config, tensors),
+                ::testing::AllOf(HasSubstr("experts.0.w2.weight\""), HasSubstr("weight_scale_2 is missing")));
     tensors = test::checkpoint_tensors(config, {});
     tensors.erase("language_model.model.layers.1.block_sparse_moe.experts.0.w2.weight_scale");
     EXPECT_THAT(bind_error(config, tensors), HasSubstr("weight_scale is missing"));
@@ -340,7 +339,8 @@ TEST(ModelSummary, HeaderCountEqualsConfigEstimate) {
     EXPECT_EQ(counted.active_params, total - 3 * 2 * expert);
     EXPECT_EQ(counted.embedding_params, 2u * 96 * 64);
     // Stored bytes of one NVFP4 expert projection [32, 64]: 32 x 32 codes + 32 x 4 scales + 4.
-    EXPECT_EQ(counted.by_format.at(WeightFormat::NVFP4).bytes, 3u * 4 * (2 * (32 * 32 + 32 * 4 + 4) + 64 * 16 + 64 * 2 + 4));
+    EXPECT_EQ(counted.by_format.at(WeightFormat::NVFP4).bytes,
+              3u * 4 * (2 * (32 * 32 + 32 * 4 + 4) + 64 * 16 + 64 * 2 + 4));
 }
 
 TEST(ModelSummary, KvFootprintPerRankAndCapacity) {

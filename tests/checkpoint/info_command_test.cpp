@@ -6,8 +6,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -56,9 +56,13 @@ void expect_one_error_line(const RunResult& r, const std::string& expected) {
     EXPECT_THAT(r.err, HasSubstr(expected));
 }
 
-json m3_config() { return json::parse(test::read_file(kExampleDir + "/config.json")); }
+json m3_config() {
+    return json::parse(test::read_file(kExampleDir + "/config.json"));
+}
 
-std::string shell_arg(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
+std::string shell_arg(const std::filesystem::path& path) {
+    return fmt::format("'{}'", path.string());
+}
 
 const json* kv_row(const json& doc, const std::string& dtype) {
     for (const auto& row : doc["kv_cache"]["per_token"]) {
@@ -165,8 +169,9 @@ TEST(InfoCommand, IndexWithoutShardsIsEstimatedFromConfig) {
 
     const RunResult r = run_info(shell_arg(dir.path()));
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_THAT(r.out, ::testing::ContainsRegex("model.safetensors.index.json lists [0-9,]+ tensors in 10 shard\\(s\\), "
-                                                "none present"));
+    EXPECT_THAT(r.out,
+                ::testing::ContainsRegex("model.safetensors.index.json lists [0-9,]+ tensors in 10 shard\\(s\\), "
+                                         "none present"));
     const json listed = run_info_json(shell_arg(dir.path()));
     EXPECT_EQ(listed["weights"]["index"]["tensors"], tensors.size());
     EXPECT_THAT(r.out, HasSubstr("skipped: 3 vision tensors listed in the index"));
@@ -290,8 +295,8 @@ TEST_F(InfoCorruption, ShardWithGarbageHeader) {
 
 TEST_F(InfoCorruption, MissingShard) {
     std::filesystem::remove(dir.file(shards.back()));
-    expect_one_error_line(run(), fmt::format("shard \"{}\" listed in model.safetensors.index.json is missing",
-                                             shards.back()));
+    expect_one_error_line(run(),
+                          fmt::format("shard \"{}\" listed in model.safetensors.index.json is missing", shards.back()));
 }
 
 TEST_F(InfoCorruption, ConfigErrors) {

@@ -16,7 +16,9 @@ using ::testing::HasSubstr;
 
 const std::string kM3ConfigPath = std::string(MSA_SOURCE_DIR) + "/examples/minimax-m3/config.json";
 
-json m3_config() { return json::parse(test::read_file(kM3ConfigPath)); }
+json m3_config() {
+    return json::parse(test::read_file(kM3ConfigPath));
+}
 
 // Follows a dotted path ("text_config.sparse_attention_config.sparse_index_dim") to the parent object.
 json& parent_of(json& doc, const std::string& path, std::string& leaf) {
@@ -41,7 +43,9 @@ json without(json doc, const std::string& path) {
     return doc;
 }
 
-ModelConfig parse(const json& doc) { return parse_model_config(doc.dump(), "config.json"); }
+ModelConfig parse(const json& doc) {
+    return parse_model_config(doc.dump(), "config.json");
+}
 
 std::string parse_error(const json& doc) {
     const std::string message = error_of([&] { (void)parse(doc); });
@@ -51,40 +55,41 @@ std::string parse_error(const json& doc) {
 
 // A small flat (text-only) config of the same family: 4 layers, dense layer 0, MoE 1-3, MSA 2-3.
 json tiny_flat_config() {
-    return json{{"architectures", {"MiniMaxM3SparseForCausalLM"}},
-                {"hidden_size", 64},
-                {"intermediate_size", 32},
-                {"num_hidden_layers", 4},
-                {"num_attention_heads", 4},
-                {"num_key_value_heads", 2},
-                {"head_dim", 32},
-                {"vocab_size", 300},
-                {"max_position_embeddings", 4096},
-                {"rms_norm_eps", 1e-6},
-                {"use_gemma_norm", true},
-                {"rope_theta", 10000.0},
-                {"rotary_dim", 16},
-                {"hidden_act", "swigluoai"},
-                {"use_qk_norm", true},
-                {"qk_norm_type", "per_head"},
-                {"dense_intermediate_size", 96},
-                {"shared_intermediate_size", 48},
-                {"num_local_experts", 8},
-                {"num_experts_per_tok", 2},
-                {"n_shared_experts", 1},
-                {"scoring_func", "sigmoid"},
-                {"use_routing_bias", true},
-                {"routed_scaling_factor", 2.0},
-                {"moe_layer_freq", {0, 1, 1, 1}},
-                {"sparse_attention_config",
-                 {{"use_sparse_attention", true},
-                  {"sparse_index_dim", 32},
-                  {"sparse_num_index_heads", 2},
-                  {"sparse_topk_blocks", 4},
-                  {"sparse_block_size", 128},
-                  {"sparse_score_type", "max"},
-                  {"sparse_attention_freq", {0, 0, 1, 1}}}},
-                {"quantization_config", {{"kv_cache_quant_algo", "NVFP4"}, {"moe_activation_quant", "nvfp4_row_scaled"}}}};
+    return json{
+        {"architectures", {"MiniMaxM3SparseForCausalLM"}},
+        {"hidden_size", 64},
+        {"intermediate_size", 32},
+        {"num_hidden_layers", 4},
+        {"num_attention_heads", 4},
+        {"num_key_value_heads", 2},
+        {"head_dim", 32},
+        {"vocab_size", 300},
+        {"max_position_embeddings", 4096},
+        {"rms_norm_eps", 1e-6},
+        {"use_gemma_norm", true},
+        {"rope_theta", 10000.0},
+        {"rotary_dim", 16},
+        {"hidden_act", "swigluoai"},
+        {"use_qk_norm", true},
+        {"qk_norm_type", "per_head"},
+        {"dense_intermediate_size", 96},
+        {"shared_intermediate_size", 48},
+        {"num_local_experts", 8},
+        {"num_experts_per_tok", 2},
+        {"n_shared_experts", 1},
+        {"scoring_func", "sigmoid"},
+        {"use_routing_bias", true},
+        {"routed_scaling_factor", 2.0},
+        {"moe_layer_freq", {0, 1, 1, 1}},
+        {"sparse_attention_config",
+         {{"use_sparse_attention", true},
+          {"sparse_index_dim", 32},
+          {"sparse_num_index_heads", 2},
+          {"sparse_topk_blocks", 4},
+          {"sparse_block_size", 128},
+          {"sparse_score_type", "max"},
+          {"sparse_attention_freq", {0, 0, 1, 1}}}},
+        {"quantization_config", {{"kv_cache_quant_algo", "NVFP4"}, {"moe_activation_quant", "nvfp4_row_scaled"}}}};
 }
 
 // ---- the real config ----------------------------------------------------------------------------------------
@@ -225,9 +230,9 @@ TEST(ModelConfig, OptionalFieldsTakeTheirDocumentedDefaults) {
 
 TEST(ModelConfig, DenseOnlyConfigNeedsNoMoeOrSparseFields) {
     json doc = tiny_flat_config();
-    for (const char* field : {"moe_layer_freq", "intermediate_size", "shared_intermediate_size", "num_local_experts",
-                              "num_experts_per_tok", "n_shared_experts", "scoring_func", "use_routing_bias",
-                              "routed_scaling_factor", "sparse_attention_config"}) {
+    for (const char* field :
+         {"moe_layer_freq", "intermediate_size", "shared_intermediate_size", "num_local_experts", "num_experts_per_tok",
+          "n_shared_experts", "scoring_func", "use_routing_bias", "routed_scaling_factor", "sparse_attention_config"}) {
         doc.erase(field);
     }
     const ModelConfig c = parse(doc);
@@ -258,8 +263,8 @@ TEST(ModelConfig, RotaryDimFromPartialRotaryFactorAndAgreement) {
     doc["rotary_dim"] = 8;
     EXPECT_EQ(parse(doc).rotary_dim, 8);
     doc["rotary_dim"] = 16;
-    EXPECT_THAT(parse_error(doc), ::testing::AllOf(HasSubstr("rotary_dim (16) disagrees"),
-                                                   HasSubstr("partial_rotary_factor")));
+    EXPECT_THAT(parse_error(doc),
+                ::testing::AllOf(HasSubstr("rotary_dim (16) disagrees"), HasSubstr("partial_rotary_factor")));
 }
 
 TEST(ModelConfig, QuantizationConfigInsideTextConfigIsAccepted) {
@@ -329,7 +334,8 @@ TEST(ModelConfigErrors, WrongTypesAreNamed) {
         {"hidden_act", 5, "text_config.hidden_act must be a string"},
         {"moe_layer_freq", 1, "text_config.moe_layer_freq must be an array, found an integer"},
         {"sparse_attention_config", json::array(), "text_config.sparse_attention_config must be an object"},
-        {"sparse_attention_config.sparse_attention_freq", {0, "1"},
+        {"sparse_attention_config.sparse_attention_freq",
+         {0, "1"},
          "text_config.sparse_attention_config.sparse_attention_freq[1] must be an integer"},
         {"num_hidden_layers", 1ull << 40, "text_config.num_hidden_layers = 1099511627776 is out of range"},
     };
@@ -352,6 +358,8 @@ TEST(ModelConfigErrors, ValidationRulesNameTheField) {
     const std::vector<Case> cases = {
         {"hidden_size", 0, "text_config.hidden_size must be positive"},
         {"num_key_value_heads", -4, "text_config.num_key_value_heads must be positive"},
+        {"head_dim", 120, "text_config.head_dim (120) must be a multiple of 16"},
+        {"num_hidden_layers", 100000, "text_config.num_hidden_layers (100000) is implausibly large"},
         {"num_attention_heads", 62, "text_config.num_attention_heads (62) must be a multiple of num_key_value_heads"},
         {"rms_norm_eps", 0, "text_config.rms_norm_eps must be a positive number"},
         {"use_gemma_norm", false, "text_config.use_gemma_norm is false"},
@@ -375,7 +383,8 @@ TEST(ModelConfigErrors, ValidationRulesNameTheField) {
         {"sparse_attention_config.sparse_num_index_heads", 8,
          "text_config.sparse_attention_config.sparse_num_index_heads (8) must equal text_config.num_key_value_heads"},
         {"sparse_attention_config.sparse_init_block", 1, "text_config.sparse_attention_config.sparse_init_block is 1"},
-        {"sparse_attention_config.sparse_local_block", 0, "text_config.sparse_attention_config.sparse_local_block is 0"},
+        {"sparse_attention_config.sparse_local_block", 0,
+         "text_config.sparse_attention_config.sparse_local_block is 0"},
         {"sparse_attention_config.sparse_score_type", "mean", "sparse_score_type is \"mean\"; only \"max\""},
         {"sparse_attention_config.sparse_topk_blocks", 0, "sparse_topk_blocks must be positive"},
         {"sparse_attention_config.sparse_block_size", 100, "sparse_block_size (100) must be a multiple of 16"},
@@ -402,10 +411,30 @@ TEST(ModelConfigErrors, BadJsonAndMissingFiles) {
     EXPECT_THAT(error_of([] { (void)parse_model_config("[1]", "config.json"); }),
                 HasSubstr("must be a JSON object, found an array"));
     test::TempDir dir;
-    EXPECT_THAT(error_of([&] { (void)load_model_config(dir.path().string()); }), HasSubstr("config.json: no such file"));
+    EXPECT_THAT(error_of([&] { (void)load_model_config(dir.path().string()); }),
+                HasSubstr("config.json: no such file"));
     test::write_file(dir.file("config.json"), "\x01\x02garbage\n\n");
     const std::string message = error_of([&] { (void)load_model_config(dir.path().string()); });
     EXPECT_THAT(message, HasSubstr(dir.file("config.json")));
+}
+
+// The fuzz seed corpus (tools/fuzz/make_model_config_corpus.py): valid_* files parse, bad_* files are rejected.
+TEST(ModelConfigCorpus, ValidFilesParseAndBrokenFilesAreRejected) {
+    const std::filesystem::path corpus = std::filesystem::path(MSA_SOURCE_DIR) / "fuzz/corpus/fuzz_model_config";
+    int valid = 0;
+    int bad = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("valid_")) {
+            EXPECT_NO_THROW((void)load_model_config(entry.path().string())) << name;
+            ++valid;
+        } else if (name.starts_with("bad_")) {
+            EXPECT_THAT(error_of([&] { (void)load_model_config(entry.path().string()); }), HasSubstr(name));
+            ++bad;
+        }
+    }
+    EXPECT_GE(valid, 4);
+    EXPECT_GE(bad, 8);
 }
 
 }  // namespace

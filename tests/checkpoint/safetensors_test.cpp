@@ -56,10 +56,10 @@ TEST(SafetensorsReader, ReadsHandBuiltFileWithEveryDtype) {
         DType expected;
         std::size_t element;
     };
-    const Case cases[] = {{"F64", DType::F64, 8},     {"F32", DType::F32, 4},         {"F16", DType::F16, 2},
-                          {"BF16", DType::BF16, 2},   {"F8_E4M3", DType::F8_E4M3, 1}, {"F8_E5M2", DType::F8_E5M2, 1},
-                          {"I64", DType::I64, 8},     {"I32", DType::I32, 4},         {"I16", DType::I16, 2},
-                          {"I8", DType::I8, 1},       {"U8", DType::U8, 1},           {"BOOL", DType::BOOL, 1}};
+    const Case cases[] = {{"F64", DType::F64, 8},   {"F32", DType::F32, 4},         {"F16", DType::F16, 2},
+                          {"BF16", DType::BF16, 2}, {"F8_E4M3", DType::F8_E4M3, 1}, {"F8_E5M2", DType::F8_E5M2, 1},
+                          {"I64", DType::I64, 8},   {"I32", DType::I32, 4},         {"I16", DType::I16, 2},
+                          {"I8", DType::I8, 1},     {"U8", DType::U8, 1},           {"BOOL", DType::BOOL, 1}};
     for (const auto& c : cases) {
         // Two tensors: a [2, 3] one and a scalar, in the data region in that order.
         const std::size_t first = 6 * c.element;
@@ -142,13 +142,13 @@ TEST(SafetensorsCorruption, TruncatedAndOversizedHeaders) {
 TEST(SafetensorsCorruption, HeaderNotJsonOrNotObject) {
     TempDir dir;
     EXPECT_THAT(open_error(dir, "notjson", raw_file("{\"a\": tru", "")), HasSubstr("not valid JSON"));
-    EXPECT_THAT(open_error(dir, "binary", raw_file(std::string("{\x01\n\xff\"", 5), "")),
-                HasSubstr("not valid JSON"));
+    EXPECT_THAT(open_error(dir, "binary", raw_file(std::string("{\x01\n\xff\"", 5), "")), HasSubstr("not valid JSON"));
     EXPECT_THAT(open_error(dir, "array", raw_file("[1, 2]", "")), HasSubstr("must be a JSON object"));
     EXPECT_THAT(open_error(dir, "string", raw_file("\"x\"", "")), HasSubstr("must be a JSON object"));
     EXPECT_THAT(open_error(dir, "tiny", raw_file("{", "")), HasSubstr("too small"));
-    EXPECT_THAT(open_error(dir, "deep", raw_file("{\"a\":" + std::string(1000, '[') + std::string(1000, ']') + "}", "")),
-                HasSubstr("deeper than"));
+    EXPECT_THAT(
+        open_error(dir, "deep", raw_file("{\"a\":" + std::string(1000, '[') + std::string(1000, ']') + "}", "")),
+        HasSubstr("deeper than"));
 }
 
 TEST(SafetensorsCorruption, MissingAndMistypedFields) {
@@ -183,47 +183,49 @@ TEST(SafetensorsCorruption, MissingAndMistypedFields) {
 TEST(SafetensorsCorruption, OffsetsAndSizes) {
     TempDir dir;
     // Reversed offsets.
-    EXPECT_THAT(open_error(dir, "reversed", raw_file(R"({"t":{"dtype":"U8","shape":[0],"data_offsets":[2,1]}})",
-                                                     "ab")),
+    EXPECT_THAT(open_error(dir, "reversed", raw_file(R"({"t":{"dtype":"U8","shape":[0],"data_offsets":[2,1]}})", "ab")),
                 ::testing::AllOf(HasSubstr("\"t\""), HasSubstr("reversed")));
     // Out of range.
     EXPECT_THAT(open_error(dir, "range", raw_file(R"({"t":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "ab")),
                 ::testing::AllOf(HasSubstr("\"t\""), HasSubstr("past the end")));
     // dtype x shape does not match the byte span.
-    EXPECT_THAT(open_error(dir, "size", raw_file(R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",
-                                                 "abcd")),
+    EXPECT_THAT(open_error(dir, "size", raw_file(R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd")),
                 ::testing::AllOf(HasSubstr("\"t\""), HasSubstr("needs 8 bytes"), HasSubstr("span 4")));
     // An element count that overflows 64 bits.
-    EXPECT_THAT(open_error(dir, "overflow",
-                           raw_file(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
-                                    "abcd")),
-                ::testing::AllOf(HasSubstr("\"t\""), HasSubstr("more than 2^64")));
+    EXPECT_THAT(
+        open_error(dir, "overflow",
+                   raw_file(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", "abcd")),
+        ::testing::AllOf(HasSubstr("\"t\""), HasSubstr("more than 2^64")));
     // Overlap: both tensors name each other.
-    EXPECT_THAT(open_error(dir, "overlap", raw_file(R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},)"
-                                                    R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
-                                                    "abcd")),
+    EXPECT_THAT(open_error(dir, "overlap",
+                           raw_file(R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},)"
+                                    R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                                    "abcd")),
                 ::testing::AllOf(HasSubstr("\"a\""), HasSubstr("\"b\""), HasSubstr("overlaps")));
     // The same range twice.
-    EXPECT_THAT(open_error(dir, "alias", raw_file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
-                                                  R"("b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
-                                                  "ab")),
+    EXPECT_THAT(open_error(dir, "alias",
+                           raw_file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                                    R"("b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
+                                    "ab")),
                 HasSubstr("overlaps"));
     // A hole between tensors.
-    EXPECT_THAT(open_error(dir, "hole", raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
-                                                 R"("b":{"dtype":"U8","shape":[1],"data_offsets":[2,3]}})",
-                                                 "abc")),
+    EXPECT_THAT(open_error(dir, "hole",
+                           raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                    R"("b":{"dtype":"U8","shape":[1],"data_offsets":[2,3]}})",
+                                    "abc")),
                 ::testing::AllOf(HasSubstr("\"b\""), HasSubstr("belong to no tensor")));
     // Trailing bytes after the last tensor.
-    EXPECT_THAT(open_error(dir, "trailing",
-                           raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "abc")),
-                ::testing::AllOf(HasSubstr("last 2 bytes"), HasSubstr("belong to no tensor")));
+    EXPECT_THAT(
+        open_error(dir, "trailing", raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "abc")),
+        ::testing::AllOf(HasSubstr("last 2 bytes"), HasSubstr("belong to no tensor")));
 }
 
 TEST(SafetensorsCorruption, DuplicateNamesAndBadMetadata) {
     TempDir dir;
-    EXPECT_THAT(open_error(dir, "dup", raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
-                                                R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
-                                                "ab")),
+    EXPECT_THAT(open_error(dir, "dup",
+                           raw_file(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                    R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+                                    "ab")),
                 ::testing::AllOf(HasSubstr("\"a\""), HasSubstr("appears twice")));
     EXPECT_THAT(open_error(dir, "meta1", raw_file(R"({"__metadata__":[1]})", "")),
                 HasSubstr("\"__metadata__\" must be an object"));
@@ -233,8 +235,8 @@ TEST(SafetensorsCorruption, DuplicateNamesAndBadMetadata) {
 
 TEST(SafetensorsCorruption, ControlCharactersInNamesStayOnOneLine) {
     TempDir dir;
-    const std::string message =
-        open_error(dir, "ctl", raw_file("{\"bad\\nname\\u0001\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":[0,0]}}", ""));
+    const std::string message = open_error(
+        dir, "ctl", raw_file("{\"bad\\nname\\u0001\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":[0,0]}}", ""));
     EXPECT_THAT(message, HasSubstr("bad\\nname\\x01"));
 }
 
@@ -250,9 +252,9 @@ TEST(SafetensorsWriter, RoundTripsEveryDtypeAlignedAndByteExact) {
     TempDir dir;
     SafetensorsWriter writer;
     const std::vector<std::pair<DType, std::vector<std::int64_t>>> tensors = {
-        {DType::U8, {3}},    {DType::F64, {2, 2}},    {DType::BF16, {5}}, {DType::F8_E4M3, {7, 3}},
-        {DType::F32, {}},    {DType::I16, {1, 1, 3}}, {DType::F16, {0}},  {DType::I64, {1}},
-        {DType::I32, {2}},   {DType::F8_E5M2, {9}},   {DType::I8, {4}},   {DType::BOOL, {2}},
+        {DType::U8, {3}},  {DType::F64, {2, 2}},    {DType::BF16, {5}}, {DType::F8_E4M3, {7, 3}},
+        {DType::F32, {}},  {DType::I16, {1, 1, 3}}, {DType::F16, {0}},  {DType::I64, {1}},
+        {DType::I32, {2}}, {DType::F8_E5M2, {9}},   {DType::I8, {4}},   {DType::BOOL, {2}},
     };
     std::vector<std::vector<std::uint8_t>> data;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -303,8 +305,8 @@ TEST(SafetensorsWriter, ShardedCheckpointRoundTrip) {
     std::vector<std::vector<std::uint8_t>> data;
     for (int i = 0; i < 10; ++i) {
         data.push_back(iota_bytes(static_cast<std::size_t>(100 + i * 10), static_cast<std::uint8_t>(i)));
-        writer.add_borrowed(fmt::format("layer.{}.weight", i), DType::U8, {static_cast<std::int64_t>(data.back().size())},
-                            data.back());
+        writer.add_borrowed(fmt::format("layer.{}.weight", i), DType::U8,
+                            {static_cast<std::int64_t>(data.back().size())}, data.back());
     }
     const auto shards = writer.write_sharded(dir.path(), 300);
     EXPECT_GT(shards.size(), 3u);
@@ -388,8 +390,8 @@ TEST_F(ShardedCorruption, TensorInIndexAbsentFromItsShard) {
 
 TEST_F(ShardedCorruption, TensorInShardMissingFromIndex) {
     write_index(R"({"a":"s1.safetensors","c":"s2.safetensors"})");
-    EXPECT_THAT(open_error(), ::testing::AllOf(HasSubstr("\"b\""), HasSubstr("s1.safetensors"),
-                                               HasSubstr("not listed")));
+    EXPECT_THAT(open_error(),
+                ::testing::AllOf(HasSubstr("\"b\""), HasSubstr("s1.safetensors"), HasSubstr("not listed")));
 }
 
 TEST_F(ShardedCorruption, TensorListedUnderTheWrongShard) {

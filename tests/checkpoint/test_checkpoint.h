@@ -25,12 +25,12 @@ struct StoredTensor {
 };
 
 struct GeneratorOptions {
-    bool vl_prefix = true;                            // language_model.model.* vs model.*
-    StoredFormat projections = StoredFormat::bf16;    // attention, indexer, dense MLP, shared expert
-    StoredFormat experts = StoredFormat::nvfp4;       // routed experts
-    bool vision_tensors = true;                       // add a few vision_tower.* / projector tensors
-    bool bias_in_gate = false;                        // block_sparse_moe.gate.e_score_correction_bias
-    bool shared_scale2 = false;                       // w3 has no weight_scale_2 of its own (shares w1's)
+    bool vl_prefix = true;                          // language_model.model.* vs model.*
+    StoredFormat projections = StoredFormat::bf16;  // attention, indexer, dense MLP, shared expert
+    StoredFormat experts = StoredFormat::nvfp4;     // routed experts
+    bool vision_tensors = true;                     // add a few vision_tower.* / projector tensors
+    bool bias_in_gate = false;                      // block_sparse_moe.gate.e_score_correction_bias
+    bool shared_scale2 = false;                     // w3 has no weight_scale_2 of its own (shares w1's)
 };
 
 using TensorMap = std::map<std::string, StoredTensor>;
@@ -103,7 +103,7 @@ inline TensorMap checkpoint_tensors(const nlohmann::json& c, const GeneratorOpti
         const std::int64_t width = c["intermediate_size"];
         map[p + "block_sparse_moe.gate.weight"] = {DType::F32, {experts, hidden}};
         map[p + (o.bias_in_gate ? "block_sparse_moe.gate.e_score_correction_bias"
-                                 : "block_sparse_moe.e_score_correction_bias")] = {DType::F32, {experts}};
+                                : "block_sparse_moe.e_score_correction_bias")] = {DType::F32, {experts}};
         for (int e = 0; e < experts; ++e) {
             const std::string ep = fmt::format("{}block_sparse_moe.experts.{}.", p, e);
             add_linear(map, ep + "w1", width, hidden, o.experts);
