@@ -1,6 +1,7 @@
 // config.json -> ModelConfig: the real MiniMax-M3 config (values checked against model.md's table), generated flat
 // configs, documented defaults of optional fields, and every validation error naming the offending field.
 #include "model/model_config.h"
+#include "test_checkpoint.h"
 #include "test_support.h"
 
 #include <gmock/gmock.h>
@@ -53,43 +54,13 @@ std::string parse_error(const json& doc) {
     return message;
 }
 
-// A small flat (text-only) config of the same family: 4 layers, dense layer 0, MoE 1-3, MSA 2-3.
+// A small flat (text-only) config of the family (test_checkpoint.h: 4 layers, dense layer 0, MoE 1-3, MSA 2-3),
+// with rotary_dim alone and our own quantization_config fields.
 json tiny_flat_config() {
-    return json{
-        {"architectures", {"MiniMaxM3SparseForCausalLM"}},
-        {"hidden_size", 64},
-        {"intermediate_size", 32},
-        {"num_hidden_layers", 4},
-        {"num_attention_heads", 4},
-        {"num_key_value_heads", 2},
-        {"head_dim", 32},
-        {"vocab_size", 300},
-        {"max_position_embeddings", 4096},
-        {"rms_norm_eps", 1e-6},
-        {"use_gemma_norm", true},
-        {"rope_theta", 10000.0},
-        {"rotary_dim", 16},
-        {"hidden_act", "swigluoai"},
-        {"use_qk_norm", true},
-        {"qk_norm_type", "per_head"},
-        {"dense_intermediate_size", 96},
-        {"shared_intermediate_size", 48},
-        {"num_local_experts", 8},
-        {"num_experts_per_tok", 2},
-        {"n_shared_experts", 1},
-        {"scoring_func", "sigmoid"},
-        {"use_routing_bias", true},
-        {"routed_scaling_factor", 2.0},
-        {"moe_layer_freq", {0, 1, 1, 1}},
-        {"sparse_attention_config",
-         {{"use_sparse_attention", true},
-          {"sparse_index_dim", 32},
-          {"sparse_num_index_heads", 2},
-          {"sparse_topk_blocks", 4},
-          {"sparse_block_size", 128},
-          {"sparse_score_type", "max"},
-          {"sparse_attention_freq", {0, 0, 1, 1}}}},
-        {"quantization_config", {{"kv_cache_quant_algo", "NVFP4"}, {"moe_activation_quant", "nvfp4_row_scaled"}}}};
+    json c = test::small_config();
+    c.erase("partial_rotary_factor");
+    c["quantization_config"] = {{"kv_cache_quant_algo", "NVFP4"}, {"moe_activation_quant", "nvfp4_row_scaled"}};
+    return c;
 }
 
 // ---- the real config ----------------------------------------------------------------------------------------
