@@ -1,10 +1,8 @@
 #include "formats/dtype.h"
 
 #include <array>
-#include <utility>
 
 namespace msa {
-
 namespace {
 
 struct DTypeInfo {
@@ -13,7 +11,7 @@ struct DTypeInfo {
     std::size_t size;
 };
 
-constexpr std::array<DTypeInfo, 12> kDTypes = {{
+constexpr std::array<DTypeInfo, 12> kDTypes{{
     {DType::F64, "F64", 8},
     {DType::F32, "F32", 4},
     {DType::F16, "F16", 2},
@@ -28,14 +26,21 @@ constexpr std::array<DTypeInfo, 12> kDTypes = {{
     {DType::BOOL, "BOOL", 1},
 }};
 
-const DTypeInfo& info(DType dtype) {
-    for (const auto& entry : kDTypes) {
-        if (entry.dtype == dtype) {
-            return entry;
-        }
+constexpr const DTypeInfo& info(DType dtype) {
+    for (const DTypeInfo& entry : kDTypes) {
+        if (entry.dtype == dtype) return entry;
     }
-    return kDTypes[0];  // unreachable for valid enum values
+    return kDTypes[0];  // unreachable: every enumerator is in the table (checked below)
 }
+
+constexpr bool table_covers_every_dtype() {
+    if (kDTypes.size() != static_cast<std::size_t>(DType::BOOL) + 1) return false;
+    for (std::size_t i = 0; i < kDTypes.size(); ++i) {
+        if (static_cast<std::size_t>(kDTypes[i].dtype) != i) return false;
+    }
+    return true;
+}
+static_assert(table_covers_every_dtype(), "kDTypes must list every DType in declaration order");
 
 }  // namespace
 
@@ -44,10 +49,8 @@ std::string_view dtype_name(DType dtype) {
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-    for (const auto& entry : kDTypes) {
-        if (entry.name == name) {
-            return entry.dtype;
-        }
+    for (const DTypeInfo& entry : kDTypes) {
+        if (entry.name == name) return entry.dtype;
     }
     return std::nullopt;
 }
