@@ -91,7 +91,7 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     cudaStreamDestroy(st);
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char**) {
     const double bw = copy_bw();
     const bool quick = argc > 1;
     std::printf("{\"copy_bw_TBs\":%.3f,\"cases\":[\n", bw / 1e12);
