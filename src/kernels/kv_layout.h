@@ -7,32 +7,26 @@
 //   BF16:  [128 tokens][dim bf16]
 #pragma once
 
+#include "formats/kv_cache_dtype.h"
+
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 namespace msa {
 
 inline constexpr int kKvPageTokens = 128;
 
-enum class KvDtype { nvfp4, fp8_e4m3, bf16 };
-
-std::string_view kv_dtype_name(KvDtype dtype);
-// "nvfp4", "fp8" (also "fp8_e4m3"), "bf16"; std::nullopt otherwise.
-std::optional<KvDtype> parse_kv_dtype(std::string_view name);
-
-// Bytes of one row of `dim` values in a page: data part and scale part.
-std::size_t kv_row_data_bytes(KvDtype dtype, int dim);
-std::size_t kv_row_scale_bytes(KvDtype dtype, int dim);
+// Bytes of one row of `dim` values in a page: data part and scale part (together kv_cache_vector_bytes).
+std::size_t kv_row_data_bytes(KvCacheDtype dtype, int dim);
+std::size_t kv_row_scale_bytes(KvCacheDtype dtype, int dim);
 // Bytes of one head's 128 rows in a page (data + scales).
-inline std::size_t kv_head_page_bytes(KvDtype dtype, int dim) {
+inline std::size_t kv_head_page_bytes(KvCacheDtype dtype, int dim) {
     return kKvPageTokens * (kv_row_data_bytes(dtype, dim) + kv_row_scale_bytes(dtype, dim));
 }
 
 // One head's rows across all pages: the rows of physical page p start at base + p * page_stride.
 struct PagedRows {
-    KvDtype dtype = KvDtype::nvfp4;
+    KvCacheDtype dtype = KvCacheDtype::NVFP4;
     int dim = 0;
     std::uint8_t* base = nullptr;
     std::size_t page_stride = 0;
@@ -48,7 +42,7 @@ struct PagedRows {
 // The KV storage of one attention layer inside a page: K heads, then V heads, then (MSA layers) the index-K head,
 // each kv_head_page_bytes long. `base` points at this layer's part of physical page 0.
 struct KvLayerView {
-    KvDtype dtype = KvDtype::nvfp4;
+    KvCacheDtype dtype = KvCacheDtype::NVFP4;
     int num_kv_heads = 0;
     int head_dim = 0;
     int index_dim = 0;  // 0: no index keys (dense attention layer)

@@ -23,12 +23,12 @@ void validate(const KvCacheConfig& c) {
               c.num_kv_heads, c.head_dim);
     MSA_CHECK(!c.layer_has_index.empty(), "KV cache needs at least one layer");
     MSA_CHECK(c.num_pages >= 0, "KV cache page count must not be negative, got {}", c.num_pages);
-    if (c.dtype == KvDtype::nvfp4) {
+    if (c.dtype == KvCacheDtype::NVFP4) {
         MSA_CHECK(c.head_dim % 16 == 0, "an NVFP4 KV cache needs head_dim divisible by 16, got {}", c.head_dim);
     }
     for (bool idx : c.layer_has_index) {
         if (idx) {
-            MSA_CHECK(c.index_dim > 0 && (c.dtype != KvDtype::nvfp4 || c.index_dim % 16 == 0),
+            MSA_CHECK(c.index_dim > 0 && (c.dtype != KvCacheDtype::NVFP4 || c.index_dim % 16 == 0),
                       "MSA layers need an index_dim divisible by 16, got {}", c.index_dim);
         }
     }

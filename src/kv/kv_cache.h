@@ -18,7 +18,7 @@
 namespace msa {
 
 struct KvCacheConfig {
-    KvDtype dtype = KvDtype::nvfp4;
+    KvCacheDtype dtype = KvCacheDtype::NVFP4;
     int num_kv_heads = 0;
     int head_dim = 0;
     int index_dim = 0;                  // index-key width of MSA layers

@@ -27,10 +27,10 @@ using cpu::AttentionSeq;
 struct Fixture {
     int H, Hkv, D;
     int kv_len;
-    KvDtype dtype;
+    KvCacheDtype dtype;
     test::TestKvLayer layer;
     std::vector<std::int32_t> pages;
-    Fixture(int heads, int kv_heads, int dim, int len, KvDtype dt, std::uint32_t seed)
+    Fixture(int heads, int kv_heads, int dim, int len, KvCacheDtype dt, std::uint32_t seed)
         : H(heads), Hkv(kv_heads), D(dim), kv_len(len), dtype(dt),
           layer(dt, kv_heads, dim, dim, (len + 127) / 128 + 3) {
         // A scrambled page table: logical block b lives in physical page pages[b].
@@ -136,7 +136,7 @@ std::vector<double> reference_q8kv4(const Fixture& f, const float* q, int h, int
 struct AttentionCase {
     int H, Hkv;
     int kv_len;
-    KvDtype dtype;
+    KvCacheDtype dtype;
 };
 
 class AttentionTest : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {
@@ -255,23 +255,23 @@ TEST_P(AttentionTest, QueriesAreIndependentOfBatching) {
 }
 
 const AttentionCase kAttentionCases[] = {
-    {4, 2, 300, KvDtype::nvfp4},
-    {8, 1, 129, KvDtype::nvfp4},
-    {16, 1, 700, KvDtype::nvfp4},
-    {4, 4, 256, KvDtype::fp8_e4m3},
-    {6, 2, 200, KvDtype::bf16},
+    {4, 2, 300, KvCacheDtype::NVFP4},
+    {8, 1, 129, KvCacheDtype::NVFP4},
+    {16, 1, 700, KvCacheDtype::NVFP4},
+    {4, 4, 256, KvCacheDtype::FP8},
+    {6, 2, 200, KvCacheDtype::BF16},
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Combine(::testing::ValuesIn(kAttentionCases), ::testing::Bool()),
                          [](const ::testing::TestParamInfo<std::tuple<AttentionCase, bool>>& param_info) {
                              const auto c = std::get<0>(param_info.param);
-                             return fmt::format("H{}_kv{}_len{}_{}_{}", c.H, c.Hkv, c.kv_len, kv_dtype_name(c.dtype),
+                             return fmt::format("H{}_kv{}_len{}_{}_{}", c.H, c.Hkv, c.kv_len, kv_cache_dtype_name(c.dtype),
                                                 std::get<1>(param_info.param) ? "simd" : "scalar");
                          });
 
 TEST(Attention, NegativePositionGivesZeroOutput) {
-    Fixture f(2, 1, 128, 3, KvDtype::nvfp4, 1);
+    Fixture f(2, 1, 128, 3, KvCacheDtype::NVFP4, 1);
     const auto q = test::random_floats(5 * 2 * 128, 2);
     const AttentionSeq seq{0, 5, 3, f.pages.data()};  // 5 queries, 3 tokens: queries 0 and 1 are at -2 and -1
     std::vector<float> out(q.size(), 7.0f);

@@ -14,10 +14,10 @@
 namespace msa {
 namespace {
 
-class KvRowsTest : public ::testing::TestWithParam<KvDtype> {};
+class KvRowsTest : public ::testing::TestWithParam<KvCacheDtype> {};
 
 TEST_P(KvRowsTest, WriteThenReadRoundTrips) {
-    const KvDtype dtype = GetParam();
+    const KvCacheDtype dtype = GetParam();
     test::TestKvLayer layer(dtype, 2, 128, 128, 3);
     const PagedRows rows = layer.view.v(1);
     std::vector<std::vector<float>> written;
@@ -30,12 +30,12 @@ TEST_P(KvRowsTest, WriteThenReadRoundTrips) {
     // Stored bytes equal the formats library's encoders.
     for (int slot = 0; slot < 20; ++slot) {
         const auto& x = written[static_cast<std::size_t>(slot)];
-        if (dtype == KvDtype::nvfp4) {
+        if (dtype == KvCacheDtype::NVFP4) {
             std::uint8_t packed[64], scales[8];
             nvfp4_quantize(x.data(), 128, packed, scales);
             EXPECT_EQ(0, std::memcmp(packed, rows.row_data(2, slot), 64));
             EXPECT_EQ(0, std::memcmp(scales, rows.row_scales(2, slot), 8));
-        } else if (dtype == KvDtype::fp8_e4m3) {
+        } else if (dtype == KvCacheDtype::FP8) {
             for (int i = 0; i < 128; ++i) EXPECT_EQ(rows.row_data(2, slot)[i], float_to_e4m3(x[i]));
         } else {
             for (int i = 0; i < 128; ++i) {
@@ -64,7 +64,7 @@ TEST_P(KvRowsTest, WriteThenReadRoundTrips) {
 }
 
 TEST_P(KvRowsTest, PagesAndHeadsDoNotOverlap) {
-    const KvDtype dtype = GetParam();
+    const KvCacheDtype dtype = GetParam();
     test::TestKvLayer layer(dtype, 2, 128, 128, 4);
     // Fill rows of every head and page, then check each reads back its own value.
     const PagedRows k0 = layer.view.k(0), k1 = layer.view.k(1), v0 = layer.view.v(0), v1 = layer.view.v(1),
@@ -92,9 +92,9 @@ TEST_P(KvRowsTest, PagesAndHeadsDoNotOverlap) {
             }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, KvRowsTest, ::testing::Values(KvDtype::nvfp4, KvDtype::fp8_e4m3, KvDtype::bf16),
-                         [](const ::testing::TestParamInfo<KvDtype>& param_info) {
-                             return std::string(kv_dtype_name(param_info.param));
+INSTANTIATE_TEST_SUITE_P(Dtypes, KvRowsTest, ::testing::Values(KvCacheDtype::NVFP4, KvCacheDtype::FP8, KvCacheDtype::BF16),
+                         [](const ::testing::TestParamInfo<KvCacheDtype>& param_info) {
+                             return std::string(kv_cache_dtype_name(param_info.param));
                          });
 
 }  // namespace

@@ -122,7 +122,7 @@ struct IndexFixture {
     test::TestKvLayer layer;
     std::vector<std::int32_t> pages;
     std::vector<std::vector<float>> keys;  // exact stored values per token
-    IndexFixture(int n, int g, KvDtype dtype, std::uint32_t seed)
+    IndexFixture(int n, int g, KvCacheDtype dtype, std::uint32_t seed)
         : len(n), groups(g), D(128), layer(dtype, 1, 128, 128, (n + 127) / 128 + 1) {
         const int blocks = (n + 127) / 128;
         for (int b = 0; b < blocks; ++b) pages.push_back(blocks - b);  // reversed page table
@@ -138,7 +138,7 @@ TEST(MsaIndexer, BlockScoresMatchReference) {
     for (bool simd : {true, false}) {
         const CpuFeatures saved = cpu_features();
         if (!simd) set_cpu_features_for_testing(CpuFeatures{});
-        IndexFixture f(700, 4, KvDtype::nvfp4, 1);
+        IndexFixture f(700, 4, KvCacheDtype::NVFP4, 1);
         const int q_len = 20;
         const auto iq = test::random_floats(static_cast<std::size_t>(q_len * 4 * 128), 2);
         const AttentionSeq seq{0, q_len, f.len, f.pages.data()};
@@ -174,7 +174,7 @@ TEST(MsaIndexer, BlockScoresMatchReference) {
 }
 
 TEST(MsaIndexer, SelectionDriverMatchesPerRowTopk) {
-    IndexFixture f(1100, 2, KvDtype::nvfp4, 5);
+    IndexFixture f(1100, 2, KvCacheDtype::NVFP4, 5);
     // Two sequences sharing the same pages: a decode-like chunk of 8 and a prefill chunk of 100.
     const AttentionSeq seqs[2] = {{0, 8, 1100, f.pages.data()}, {8, 100, 900, f.pages.data()}};
     const auto iq = test::random_floats(108 * 2 * 128, 6);

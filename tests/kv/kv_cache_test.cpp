@@ -13,7 +13,7 @@
 namespace msa {
 namespace {
 
-KvCacheConfig m3_config(KvDtype dtype, int layers, int pages) {
+KvCacheConfig m3_config(KvCacheDtype dtype, int layers, int pages) {
     KvCacheConfig c;
     c.dtype = dtype;
     c.num_kv_heads = 4;
@@ -26,19 +26,19 @@ KvCacheConfig m3_config(KvDtype dtype, int layers, int pages) {
 
 TEST(KvCache, BytesPerTokenMatchTheSpec) {
     // msa.md section 6: per token per MSA layer, K+V 576 B and index-K 72 B in NVFP4; 1024 B + 128 B in FP8.
-    EXPECT_EQ(m3_config(KvDtype::nvfp4, 1, 1).bytes_per_token(), 576u + 72u);
-    EXPECT_EQ(m3_config(KvDtype::fp8_e4m3, 1, 1).bytes_per_token(), 1024u + 128u);
-    EXPECT_EQ(m3_config(KvDtype::bf16, 1, 1).bytes_per_token(), 2048u + 256u);
+    EXPECT_EQ(m3_config(KvCacheDtype::NVFP4, 1, 1).bytes_per_token(), 576u + 72u);
+    EXPECT_EQ(m3_config(KvCacheDtype::FP8, 1, 1).bytes_per_token(), 1024u + 128u);
+    EXPECT_EQ(m3_config(KvCacheDtype::BF16, 1, 1).bytes_per_token(), 2048u + 256u);
     // model.md section 5: 60 layers of M3.1: K+V 34,560 B NVFP4 + index-K 4,320 B.
-    EXPECT_EQ(m3_config(KvDtype::nvfp4, 60, 1).bytes_per_token(), 34560u + 4320u);
+    EXPECT_EQ(m3_config(KvCacheDtype::NVFP4, 60, 1).bytes_per_token(), 34560u + 4320u);
     // A dense layer has no index keys.
-    auto c = m3_config(KvDtype::nvfp4, 3, 1);
+    auto c = m3_config(KvCacheDtype::NVFP4, 3, 1);
     c.layer_has_index[0] = false;
     EXPECT_EQ(c.bytes_per_token(), 3u * 576u + 2u * 72u);
 }
 
 TEST(KvCache, WriteStoresQuantisedRowsInTheirLayerAndPage) {
-    auto c = m3_config(KvDtype::nvfp4, 3, 5);
+    auto c = m3_config(KvCacheDtype::NVFP4, 3, 5);
     c.layer_has_index[1] = false;
     KvCache cache(c);
     const auto k = test::random_floats(4 * 128, 1), v = test::random_floats(4 * 128, 2), ik = test::random_floats(128, 3);
@@ -48,7 +48,7 @@ TEST(KvCache, WriteStoresQuantisedRowsInTheirLayerAndPage) {
     for (int h = 0; h < 4; ++h) {
         const auto back = test::stored_row(l2.k(h), 3, 77);
         // Equal to quantising the same values directly into a standalone layer.
-        test::TestKvLayer ref(KvDtype::nvfp4, 1, 128, 0, 1);
+        test::TestKvLayer ref(KvCacheDtype::NVFP4, 1, 128, 0, 1);
         cpu::write_kv_row(ref.view.k(0), 0, 0, k.data() + h * 128);
         EXPECT_EQ(back, test::stored_row(ref.view.k(0), 0, 0)) << "head " << h;
     }
@@ -61,7 +61,7 @@ TEST(KvCache, WriteStoresQuantisedRowsInTheirLayerAndPage) {
 }
 
 TEST(KvCache, CopyPageCopiesEveryLayer) {
-    KvCache cache(m3_config(KvDtype::fp8_e4m3, 2, 3));
+    KvCache cache(m3_config(KvCacheDtype::FP8, 2, 3));
     const auto k = test::random_floats(4 * 128, 4), v = test::random_floats(4 * 128, 5), ik = test::random_floats(128, 6);
     for (int l = 0; l < 2; ++l) cache.write(l, 0, 5, k.data(), v.data(), ik.data());
     cache.copy_page(0, 2);
@@ -70,7 +70,7 @@ TEST(KvCache, CopyPageCopiesEveryLayer) {
 }
 
 TEST(KvCache, RejectsBadPagesSlotsAndShapes) {
-    auto c = m3_config(KvDtype::nvfp4, 2, 2);
+    auto c = m3_config(KvCacheDtype::NVFP4, 2, 2);
     c.layer_has_index[0] = false;
     KvCache cache(c);
     std::vector<float> row(4 * 128, 0.5f);
@@ -80,7 +80,7 @@ TEST(KvCache, RejectsBadPagesSlotsAndShapes) {
     EXPECT_THROW(cache.write(0, 0, 0, row.data(), row.data(), row.data()), Error);  // dense layer: no index keys
     EXPECT_THROW(cache.write(1, 0, 0, row.data(), row.data(), nullptr), Error);     // MSA layer needs them
     EXPECT_THROW(cache.layer(2), Error);
-    auto bad = m3_config(KvDtype::nvfp4, 1, 1);
+    auto bad = m3_config(KvCacheDtype::NVFP4, 1, 1);
     bad.head_dim = 72;
     EXPECT_THROW(KvCache{bad}, Error);
 }

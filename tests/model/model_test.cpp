@@ -90,7 +90,7 @@ TEST_F(ModelTest, LoadsAndProducesFiniteLogits) {
     auto m = load();
     EXPECT_EQ(m->vocab_size(), 320);
     EXPECT_EQ(m->num_kv_pages(), 24);
-    EXPECT_EQ(m->kv_dtype(), KvDtype::nvfp4);  // from quantization_config.kv_cache_quant_algo
+    EXPECT_EQ(m->kv_dtype(), KvCacheDtype::NVFP4);  // from quantization_config.kv_cache_quant_algo
     const auto tokens = random_tokens(300, 320, 1);
     const auto logits = step(*m, tokens, 0, 300, iota_pages(0, 3), 2);
     ASSERT_EQ(logits.size(), 2u * 320u);

@@ -7,7 +7,7 @@
 
 namespace msa::test {
 
-TestKvLayer::TestKvLayer(KvDtype dtype, int kv_heads, int head_dim, int index_dim, int num_pages) {
+TestKvLayer::TestKvLayer(KvCacheDtype dtype, int kv_heads, int head_dim, int index_dim, int num_pages) {
     view.dtype = dtype;
     view.num_kv_heads = kv_heads;
     view.head_dim = head_dim;
@@ -22,13 +22,13 @@ std::vector<float> stored_row(const PagedRows& rows, std::int32_t page, int slot
     std::vector<float> out(static_cast<std::size_t>(rows.dim));
     const std::uint8_t* d = rows.row_data(page, slot);
     switch (rows.dtype) {
-        case KvDtype::nvfp4:
+        case KvCacheDtype::NVFP4:
             nvfp4_dequantize(d, rows.row_scales(page, slot), out.size(), 1.0f, out.data());
             break;
-        case KvDtype::fp8_e4m3:
+        case KvCacheDtype::FP8:
             for (int i = 0; i < rows.dim; ++i) out[i] = e4m3_to_float(d[i]);
             break;
-        case KvDtype::bf16:
+        case KvCacheDtype::BF16:
             for (int i = 0; i < rows.dim; ++i) {
                 std::uint16_t b;
                 std::memcpy(&b, d + 2 * i, 2);

@@ -12,7 +12,7 @@ namespace msa::test {
 struct TestKvLayer {
     std::vector<std::uint8_t> storage;
     KvLayerView view;
-    TestKvLayer(KvDtype dtype, int kv_heads, int head_dim, int index_dim, int num_pages);
+    TestKvLayer(KvCacheDtype dtype, int kv_heads, int head_dim, int index_dim, int num_pages);
 };
 
 // Dequantises row `slot` of `page` with the formats library (exact values).

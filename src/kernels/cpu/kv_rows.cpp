@@ -14,13 +14,13 @@ void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count
 void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const float* x) {
     std::uint8_t* data = rows.row_data(page, slot);
     switch (rows.dtype) {
-        case KvDtype::nvfp4:
+        case KvCacheDtype::NVFP4:
             nvfp4_quantize(x, static_cast<std::size_t>(rows.dim), data, rows.row_scales(page, slot));
             return;
-        case KvDtype::fp8_e4m3:
+        case KvCacheDtype::FP8:
             for (int i = 0; i < rows.dim; ++i) data[i] = float_to_e4m3(x[i], Overflow::saturate);
             return;
-        case KvDtype::bf16:
+        case KvCacheDtype::BF16:
             for (int i = 0; i < rows.dim; ++i) {
                 const std::uint16_t b = float_to_bf16(x[i]);
                 std::memcpy(data + 2 * i, &b, 2);
@@ -32,7 +32,7 @@ void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const floa
 void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
     const int dim = rows.dim;
     switch (rows.dtype) {
-        case KvDtype::nvfp4:
+        case KvCacheDtype::NVFP4:
             if (cpu_features().avx2 && dim % 16 == 0) {
                 read_kv_rows_nvfp4_avx2(rows, page, count, mode, out);
                 return;
@@ -47,13 +47,13 @@ void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mo
                 }
             }
             return;
-        case KvDtype::fp8_e4m3:
+        case KvCacheDtype::FP8:
             for (int t = 0; t < count; ++t) {
                 const std::uint8_t* d = rows.row_data(page, t);
                 for (int i = 0; i < dim; ++i) out[t * dim + i] = e4m3_value(d[i]);
             }
             return;
-        case KvDtype::bf16:
+        case KvCacheDtype::BF16:
             for (int t = 0; t < count; ++t) {
                 const std::uint8_t* d = rows.row_data(page, t);
                 for (int i = 0; i < dim; ++i) {
