@@ -99,9 +99,9 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_pages_per_cta\":%d}\n",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d}\n",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
-                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_pages_per_cta);
+                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts);
     first = false;
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));

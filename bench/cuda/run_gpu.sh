@@ -1,14 +1,14 @@
 #!/bin/bash
-# One-shot GPU run of the CUDA MSA decode path: correctness test, compute-sanitizer, benchmark, Nsight Compute.
-# Usage, in the repository root on the GPU machine:
+# One-shot GPU run of the CUDA MSA decode path: correctness test, benchmark, SASS statistics, Nsight Compute,
+# compute-sanitizer. Usage, in the repository root on the GPU machine:
 #   OUT=<dir> BIN=<dir with msa_decode_test/msa_decode_bench> bash bench/cuda/run_gpu.sh [steps]
-# steps: comma list of test,memcheck,racecheck,quick,full,ncu (default: all but quick). Prebuilt binaries in $BIN
-# are used when they load on this machine, else everything is built here with nvcc (about a minute).
+# steps: comma list, run in the order given, of test,quick,full,sass,ncu,memcheck,racecheck
+# (default test,full,sass,ncu,memcheck,racecheck). Per-step time limits: TEST_T, BENCH_T, NCU_T, SAN_T seconds.
+# Prebuilt binaries in $BIN are used when they load on this machine, else everything is built here with nvcc.
 set -x
 OUTD=${OUT:-gpu_out}; mkdir -p "$OUTD"
 BIN=${BIN:-b}
-STEPS=${1:-test,memcheck,racecheck,full,ncu}
-has() { [[ ",$STEPS," == *",$1,"* ]]; }
+STEPS=${1:-test,full,sass,ncu,memcheck,racecheck}
 if ! "$BIN/msa_decode_test" --noop 2>/dev/null; then
   BIN=b; NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}; mkdir -p b
   F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
@@ -18,21 +18,27 @@ if ! "$BIN/msa_decode_test" --noop 2>/dev/null; then
   $NVCC $F b/k.o b/s.o b/t.o -o b/msa_decode_test && $NVCC $F b/k.o b/s.o b/b.o -o b/msa_decode_bench
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUTD/gpu.txt"
-if has test; then timeout ${TEST_T:-300} "$BIN/msa_decode_test" > "$OUTD/test.log" 2>&1; echo "test rc=$?" >> "$OUTD/test.log"
-  grep -E "decode \[|case |FAIL|rc=" "$OUTD/test.log" | head -60; fi
 CS=/usr/local/cuda/bin/compute-sanitizer
-for tool in memcheck racecheck; do
-  if has $tool; then timeout ${SAN_T:-240} $CS --tool $tool "$BIN/msa_decode_test" --small > "$OUTD/$tool.log" 2>&1
-    echo "rc=$?" >> "$OUTD/$tool.log"; tail -3 "$OUTD/$tool.log"; fi
+for step in ${STEPS//,/ }; do
+  case $step in
+    test)
+      timeout ${TEST_T:-300} "$BIN/msa_decode_test" > "$OUTD/test.log" 2>&1; echo "test rc=$?" >> "$OUTD/test.log"
+      grep -E "decode \[|FAIL|rc=" "$OUTD/test.log" | grep -v "PASS$" | head -40; grep -c "PASS$" "$OUTD/test.log";;
+    quick|full)
+      timeout ${BENCH_T:-300} "$BIN/msa_decode_bench" $step > "$OUTD/bench.json" 2> "$OUTD/bench.err"
+      echo "bench rc=$?" >> "$OUTD/bench.err"; cat "$OUTD/bench.err"; python3 bench/cuda/summarize.py "$OUTD/bench.json";;
+    sass)
+      /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py > "$OUTD/sass.txt" 2>&1
+      head -8 "$OUTD/sass.txt";;
+    ncu)
+      for c in "32 131072 1" "32 131072 8" "1 32768 1"; do
+        timeout ${NCU_T:-120} ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+          --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
+          -k regex:"index_topk|attn_kernel" -c 2 "$BIN/msa_decode_bench" case $c
+      done > "$OUTD/ncu.txt" 2>&1
+      grep -E "index_topk|attn_kernel|Duration|DRAM Throughput|Compute \(SM\) Th|Achieved Occ|Issued Ipc|Warp Cycles Per Issued" "$OUTD/ncu.txt" | head -60;;
+    memcheck|racecheck)
+      timeout ${SAN_T:-240} $CS --tool $step "$BIN/msa_decode_test" --small > "$OUTD/$step.log" 2>&1
+      echo "rc=$?" >> "$OUTD/$step.log"; tail -3 "$OUTD/$step.log";;
+  esac
 done
-for mode in quick full; do
-  if has $mode; then timeout ${BENCH_T:-300} "$BIN/msa_decode_bench" $mode > "$OUTD/bench.json" 2> "$OUTD/bench.err"
-    echo "bench rc=$?" >> "$OUTD/bench.err"; cat "$OUTD/bench.err"; python3 bench/cuda/summarize.py "$OUTD/bench.json"; fi
-done
-if has ncu; then
-  for c in "32 131072 1" "32 131072 8" "1 32768 1"; do
-    timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section MemoryWorkloadAnalysis -k regex:"index_topk|attn_kernel" -c 2 "$BIN/msa_decode_bench" case $c
-  done > "$OUTD/ncu.txt" 2>&1
-  grep -E "index_topk|attn_kernel|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Registers|Achieved Occ" "$OUTD/ncu.txt" | head -60
-fi

@@ -130,10 +130,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     std::vector<std::vector<int>> oracle_row((size_t)B * q_len * nkv);
     std::vector<std::vector<double>> oracle_out((size_t)B * q_len * nkv);
     struct Variant { const char* name; MsaDecodeOptions opt; };
-    MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.pdl = false;
-    MsaDecodeOptions single; single.attn_splits = 1;
+    MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.idx_parts = 1; forced.pdl = false;
+    MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 no-pdl", forced}, {"mma splits=1", single},
+    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl", forced}, {"mma splits=1 parts=2", single},
                                 {"simt", simt}};
     for (const Variant& var : variants) {
     const int vfails0 = g_fail;
@@ -237,8 +237,8 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
             }
         }
     }
-    std::printf("  decode [%s]: splits=%d pages/cta=%d max |out - oracle| = %.3g; %s\n", var.name, plan.attn_splits,
-                plan.idx_pages_per_cta, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
+    std::printf("  decode [%s]: splits=%d items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n", var.name,
+                plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
     CK(cudaFree(ws));
     }
     std::printf("  case %s\n", g_fail == fails0 ? "PASS" : "FAIL");

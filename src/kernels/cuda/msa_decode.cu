@@ -37,9 +37,19 @@ __device__ __forceinline__ std::uint32_t hmul2(std::uint32_t a, std::uint32_t b)
     return r;
 }
 constexpr std::uint32_t kH2x128 = 0x58005800u;  // f16x2 (128, 128)
-// E2M1 nibbles at bits 12-15 and 28-31 -> f16x2 holding e2m1 * 2^-14 (exact, the 0.5 code is an FP16 subnormal).
-__device__ __forceinline__ std::uint32_t fp4pair(std::uint32_t y) {
-    return (y & 0x80008000u) | ((y & 0x70007000u) >> 3);
+// Powers of two passed as kernel parameters, so that the shifts in fp4x8 compile to IMAD (FMA pipe) instead of
+// SHF/LOP on the integer ALU pipe, which the dequantisation would otherwise saturate.
+struct Mul {
+    std::uint32_t x2, x16, x32, x256, x512, x4096, hi_x2p29;
+};
+constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
+// Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
+// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
+__device__ __forceinline__ void fp4x8(std::uint32_t x, const Mul& m, std::uint32_t (&P)[4]) {
+    P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
+    P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
+    P[1] = ((x * m.x256) & 0x80008000u) | ((x * m.x32) & 0x0E000E00u);
+    P[0] = ((x * m.x4096) & 0x80008000u) | ((x * m.x512) & 0x0E000E00u);
 }
 __device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -103,14 +113,17 @@ __device__ __forceinline__ void query_pairs(uint2 u, std::uint32_t (&p)[4]) {
 struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
     float* scores; int* sel_pages; int* topk_out; unsigned* counters;
-    int max_blocks, q_len, nkv, rows, topk, nt_total, pages_per_cta;
+    int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts;
+    Mul mul;
 };
 constexpr int kIdxPageSmem = kWarps * 2 * kPageHeadBytes;
 
-// Block maxima of one page for NT n-tiles (8 index rows each) of query fragments bf (this lane's uint2 per
-// (n-tile, chunk, k-step)). Keys are the MMA M dimension (8 m-tiles of 16 tokens), index rows the N dimension.
+// Block maxima over m-tiles [mt0, mt0 + nmt) of one page for NT n-tiles (8 index rows each) of query fragments bf
+// (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension (16 tokens per m-tile), index rows
+// the N dimension.
 template <int NT>
-__device__ __forceinline__ void index_page(const unsigned char* pg, const uint2* bf, int lane, float (&mx)[NT][2]) {
+__device__ __forceinline__ void index_page(const unsigned char* pg, const uint2* bf, int lane, int mt0, int nmt,
+                                           const Mul& mul, float (&mx)[NT][2]) {
     const int r = lane >> 2, c = lane & 3;
     std::uint32_t b[NT][4][2][2];
 #pragma unroll
@@ -126,7 +139,7 @@ __device__ __forceinline__ void index_page(const unsigned char* pg, const uint2*
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
 #pragma unroll 2
-    for (int mt = 0; mt < 8; ++mt) {
+    for (int mt = mt0; mt < mt0 + nmt; ++mt) {
         const int t0 = mt * 16 + r, t1 = t0 + 8;
         std::uint32_t s0[4], s1[4];
         key_scales(pg, t0, c, s0);
@@ -136,13 +149,15 @@ __device__ __forceinline__ void index_page(const unsigned char* pg, const uint2*
         for (int nt = 0; nt < NT; ++nt) d[nt][0] = d[nt][1] = d[nt][2] = d[nt][3] = 0.f;
 #pragma unroll
         for (int gp = 0; gp < 4; ++gp) {
-            const std::uint32_t x0 = lds32(pg + row_chunk(t0, gp) + 4 * c), x1 = lds32(pg + row_chunk(t1, gp) + 4 * c);
-            const std::uint32_t a0[4] = {hmul2(fp4pair(x0 << 12), s0[gp]), hmul2(fp4pair(x1 << 12), s1[gp]),
-                                         hmul2(fp4pair(x0 << 8), s0[gp]), hmul2(fp4pair(x1 << 8), s1[gp])};
+            std::uint32_t k0[4], k1[4];
+            fp4x8(lds32(pg + row_chunk(t0, gp) + 4 * c), mul, k0);
+            fp4x8(lds32(pg + row_chunk(t1, gp) + 4 * c), mul, k1);
+            const std::uint32_t a0[4] = {hmul2(k0[0], s0[gp]), hmul2(k1[0], s1[gp]), hmul2(k0[1], s0[gp]),
+                                         hmul2(k1[1], s1[gp])};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a0, b[nt][gp][0][0], b[nt][gp][0][1]);
-            const std::uint32_t a1[4] = {hmul2(fp4pair(x0 << 4), s0[gp]), hmul2(fp4pair(x1 << 4), s1[gp]),
-                                         hmul2(fp4pair(x0), s0[gp]), hmul2(fp4pair(x1), s1[gp])};
+            const std::uint32_t a1[4] = {hmul2(k0[2], s0[gp]), hmul2(k1[2], s1[gp]), hmul2(k0[3], s0[gp]),
+                                         hmul2(k1[3], s1[gp])};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a1, b[nt][gp][1][0], b[nt][gp][1][1]);
         }
@@ -158,6 +173,23 @@ __device__ __forceinline__ void index_page(const unsigned char* pg, const uint2*
         for (int e = 0; e < 2; ++e)
 #pragma unroll
             for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+}
+
+// Score of history block i: the maximum over the page parts that different warps scored.
+__device__ __forceinline__ float block_score(const float* sc, int i, int parts) {
+    float v = __ldcg(sc + i * parts);
+#pragma unroll
+    for (int k = 1; k < 4; ++k)
+        if (k < parts) v = fmaxf(v, __ldcg(sc + i * parts + k));
+    return v;
+}
+// 16 block scores per lane (blocks base + lane + 32 k), loaded together; -inf past n.
+__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const int i = base + lane + 32 * k;
+        v[k] = i < n ? block_score(sc, i, parts) : -CUDART_INF_F;
+    }
 }
 
 // Keyed top-k of one index row (msa.md section 3) by one warp: 16-bit quantised keys, per-lane sorted top-15
@@ -181,25 +213,15 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         }
         return;
     }
-    const float* sc = p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks;
+    const float* sc = p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts;
     const int n = local;  // history blocks 0..local-1, all complete and visible
-    constexpr int kCache = 8;
-    float cache[kCache];
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
-    const bool cached = n <= 32 * kCache;
-    if (cached) {
+    for (int base = 0; base < n; base += 512) {
+        float v[16];
+        load_scores(sc, base, n, p.parts, lane, v);
 #pragma unroll
-        for (int k = 0; k < kCache; ++k) {
-            const int i = lane + 32 * k;
-            cache[k] = i < n ? __ldcg(sc + i) : 0.f;
-            if (i < n) { mn = fminf(mn, cache[k]); mx = fmaxf(mx, cache[k]); }
-        }
-    } else {
-        for (int i = lane; i < n; i += 32) {
-            const float v = __ldcg(sc + i);
-            mn = fminf(mn, v);
-            mx = fmaxf(mx, v);
-        }
+        for (int k = 0; k < 16; ++k)
+            if (base + lane + 32 * k < n) { mn = fminf(mn, v[k]); mx = fmaxf(mx, v[k]); }
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
@@ -209,23 +231,24 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    auto insert = [&](float v, int i) {
-        const float f = fminf(fmaxf(fmaf(v, scale, bias), 0.f), 65535.f);
-        std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
+    for (int base = 0; base < n; base += 512) {  // second pass over the (L2-resident) scores
+        float v[16];
+        load_scores(sc, base, n, p.parts, lane, v);
 #pragma unroll
-        for (int j = 0; j < 15; ++j) {
-            const std::uint32_t hi = max(top[j], x);
-            x = min(top[j], x);
-            top[j] = hi;
+        for (int k = 0; k < 16; ++k) {
+            const int i = base + lane + 32 * k;
+            if (i >= n) break;
+            const float f = fminf(fmaxf(fmaf(v[k], scale, bias), 0.f), 65535.f);
+            std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
+#pragma unroll
+            for (int j = 0; j < 15; ++j) {
+                const std::uint32_t hi = max(top[j], x);
+                x = min(top[j], x);
+                top[j] = hi;
+            }
         }
-    };
-    if (cached) {
-#pragma unroll
-        for (int k = 0; k < kCache; ++k)
-            if (lane + 32 * k < n) insert(cache[k], lane + 32 * k);
-    } else {
-        for (int i = lane; i < n; i += 32) insert(__ldcg(sc + i), i);
     }
+    int mine = local;  // lane k keeps the k-th pick; lane topk-1 the local block
     for (int k = 0; k + 1 < p.topk; ++k) {
         const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
         if (top[0] == best) {
@@ -233,21 +256,18 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
             for (int j = 0; j < 14; ++j) top[j] = top[j + 1];
             top[14] = 0;
         }
-        if (lane == 0) {
-            const int id = static_cast<int>(~best & 0xFFFFu);
-            out[k] = id;
-            pages[k] = pt[id];
-        }
+        if (lane == k) mine = static_cast<int>(~best & 0xFFFFu);
     }
-    if (lane == 0) {
-        out[p.topk - 1] = local;
-        pages[p.topk - 1] = pt[local];
+    if (lane < p.topk) {  // all page-table lookups in parallel
+        out[lane] = mine;
+        pages[lane] = pt[mine];
     }
 }
 
-// CTA = (chunk of pages_per_cta index-K pages, request). Each warp streams its pages through a two-stage cp.async
-// buffer and writes the block maxima; the last CTA of a request (arrival counter) runs the keyed top-k for all its
-// rows and leaves the counter at zero again.
+// CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
+// (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
+// through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
+// the keyed top-k for all its rows and leaves the counter at zero again.
 template <int NT>
 __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -255,45 +275,60 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
     const int s = blockIdx.y, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int kv_len = p.seq_lens[s];
     const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
-    const int b_begin = blockIdx.x * p.pages_per_cta;
-    const int b_end = min(n_hist, b_begin + p.pages_per_cta);
+    const int it_begin = blockIdx.x * p.items_per_cta;
+    const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
+    const int rows_per_item = kBlock / p.parts;
     unsigned char* wbuf = smem + warp * 2 * kPageHeadBytes;
     uint2* bfr = reinterpret_cast<uint2*>(smem + kIdxPageSmem);
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
-    auto copy_page = [&](unsigned char* dst, int b) {
+    auto copy_item = [&](unsigned char* dst, int it) {
+        const int b = it / p.parts, part = it - b * p.parts;
         const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
-        for (int q = lane; q < kPageHeadBytes / 16; q += 32) cp_async16(dst + page_chunk_dst(q), src + q * 16);
+        const int data_chunks = rows_per_item * 4, n_chunks = data_chunks + rows_per_item / 2;
+        for (int q = lane; q < n_chunks; q += 32) {
+            const int qq = q < data_chunks ? part * data_chunks + q : 512 + part * (rows_per_item / 2) + (q - data_chunks);
+            cp_async16(dst + page_chunk_dst(qq), src + qq * 16);
+        }
     };
-    if (b_begin < b_end) {
-        int b = b_begin + warp;
-        if (b < b_end) copy_page(wbuf, b);
+    if (it_begin < it_end) {
+        int it = it_begin + warp;
+        if (it < it_end) copy_item(wbuf, it);
         cp_async_commit();
-        // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`.
+        // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
         const int passes = (p.nt_total + NT - 1) / NT;
-        const int entries = passes * NT * 256;
-        for (int e = tid; e < entries; e += kWarps * 32) {
-            const int l = e & 31, j = (e >> 5) & 1, gp = (e >> 6) & 3, nt = e >> 8;
+        const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
+        uint2 u[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
             const int row = nt * 8 + (l >> 2);
-            uint2 v = make_uint2(0u, 0u);
-            if (row < p.rows) {
-                const uint2 u = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
-                                                                gp * 32 + (l & 3) * 8);
+            u[k] = make_uint2(0u, 0u);
+            if (k < ntp && row < p.rows)
+                u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
+                                                       gp * 32 + (l & 3) * 8);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            if (k < ntp) {
+                const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
                 std::uint32_t q4[4];
-                query_pairs(u, q4);
-                v = j ? make_uint2(q4[2], q4[3]) : make_uint2(q4[0], q4[1]);
+                query_pairs(u[k], q4);
+                bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
+                bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
             }
-            bfr[e] = v;
         }
         __syncthreads();
-        for (int i = 0; b < b_end; ++i, b += kWarps) {
-            if (b + kWarps < b_end) copy_page(wbuf + ((i + 1) & 1) * kPageHeadBytes, b + kWarps);
+        for (int i = 0; it < it_end; ++i, it += kWarps) {
+            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * kPageHeadBytes, it + kWarps);
             cp_async_commit();
             cp_async_wait<1>();
             __syncwarp();
             const unsigned char* pg = wbuf + (i & 1) * kPageHeadBytes;
+            const int b = it / p.parts, part = it - b * p.parts;
             for (int pass = 0; pass < passes; ++pass) {
                 float mx[NT][2];
-                index_page<NT>(pg, bfr + pass * NT * 256, lane, mx);
+                index_page<NT>(pg, bfr + pass * NT * 256, lane, part * (rows_per_item / 16), rows_per_item / 16, p.mul,
+                               mx);
                 if (lane < 4) {
 #pragma unroll
                     for (int nt = 0; nt < NT; ++nt)
@@ -301,7 +336,8 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
                         for (int e = 0; e < 2; ++e) {
                             const int row = (pass * NT + nt) * 8 + 2 * lane + e;
                             if (row < p.rows)
-                                p.scores[(static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b] = mx[nt][e];
+                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
+                                         part] = mx[nt][e];
                         }
                 }
             }
@@ -326,6 +362,7 @@ struct AttnParams {
     const int* seq_lens; const int* topk_idx; const int* sel_pages; const int* page_table;
     float* out; float* part_o; float* part_lse; unsigned* counters;
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
+    Mul mul;
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 
@@ -333,8 +370,8 @@ constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
 // (r+8, 32c+nd), (r+8, 32c+16+nd).
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
-                                             const std::uint32_t (&qf)[4][2][4], float (&o)[16][4], float (&m)[2],
-                                             float (&l)[2]) {
+                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
+                                             float (&m)[2], float (&l)[2]) {
     const int r = lane >> 2, c = lane & 3;
     float sa[4][4];
 #pragma unroll
@@ -345,9 +382,10 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
         key_scales(kb, t, c, ks);
 #pragma unroll
         for (int gp = 0; gp < 4; ++gp) {
-            const std::uint32_t x = lds32(kb + row_chunk(t, gp) + 4 * c);
-            mma16816(sa[nt], qf[gp][0], hmul2(fp4pair(x << 12), ks[gp]), hmul2(fp4pair(x << 8), ks[gp]));
-            mma16816(sa[nt], qf[gp][1], hmul2(fp4pair(x << 4), ks[gp]), hmul2(fp4pair(x), ks[gp]));
+            std::uint32_t kk[4];
+            fp4x8(lds32(kb + row_chunk(t, gp) + 4 * c), mul, kk);
+            mma16816(sa[nt], qf[gp][0], hmul2(kk[0], ks[gp]), hmul2(kk[1], ks[gp]));
+            mma16816(sa[nt], qf[gp][1], hmul2(kk[2], ks[gp]), hmul2(kk[3], ks[gp]));
         }
     }
     if (tb + 31 > lim) {
@@ -414,10 +452,10 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
                                         prmt(x1.y, x2.y, selB)};
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                vf[hh][4 * k + 3] = hmul2(fp4pair(z[k]), sv);
-                vf[hh][4 * k + 2] = hmul2(fp4pair(z[k] << 4), sv);
-                vf[hh][4 * k + 1] = hmul2(fp4pair(z[k] << 8), sv);
-                vf[hh][4 * k + 0] = hmul2(fp4pair(z[k] << 12), sv);
+                std::uint32_t vv[4];
+                fp4x8(z[k], mul, vv);  // dims 4k + i of tokens (tp, tp + 1)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) vf[hh][4 * k + i] = hmul2(vv[i], sv);
             }
         }
 #pragma unroll
@@ -435,7 +473,7 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 // (normalised O and base-2 LSE) go to the workspace and the last CTA of the (query, kv head) merges them.
 __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     __shared__ __align__(128) unsigned char sm[2 * kAttnStage];
-    __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[kWarps][16], s_L[16], s_lse[16][16];
+    __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
@@ -466,9 +504,8 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         const int slot = split * p.pages_per_split + lane;
         if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
             blk = p.topk_idx[unit * p.topk + slot];
-            if (blk >= 0)
-                pg = p.sel_pages ? p.sel_pages[unit * p.topk + slot]
-                                 : p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
+            if (p.sel_pages) pg = p.sel_pages[unit * p.topk + slot];  // no dependent page-table load
+            else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
         }
         const unsigned valid = __ballot_sync(0xffffffffu, blk >= 0);
         if (blk >= 0) {
@@ -502,7 +539,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         __syncthreads();
         const unsigned char* kb = sm + (i & 1) * kAttnStage;
         const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
-        if (warp * 32 <= lim) attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, qf, o, m, l);
+        if (warp * 32 <= lim) attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, p.mul, qf, o, m, l);
         __syncthreads();
     }
     cp_async_wait<0>();
@@ -561,19 +598,35 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     __threadfence();
     for (int i = tid; i < p.splits * 16; i += kWarps * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
-    for (int head = 0; head < p.G; ++head) {
+    if (tid < 16) {  // per-head merge weights, normalised
         float mxl = -CUDART_INF_F;
-        for (int j = 0; j < p.splits; ++j) mxl = fmaxf(mxl, s_lse[j][head]);
-        float num = 0.f, den = 0.f;
-        if (mxl != -CUDART_INF_F) {
-            for (int j = 0; j < p.splits; ++j) {
-                if (s_lse[j][head] == -CUDART_INF_F) continue;
-                const float w = exp2f(s_lse[j][head] - mxl);
-                den += w;
-                num = fmaf(w, __ldcg(p.part_o + ((unit * p.splits + j) * 16 + head) * kHeadDim + dim), num);
-            }
+        for (int j = 0; j < p.splits; ++j) mxl = fmaxf(mxl, s_lse[j][tid]);
+        float den = 0.f;
+        for (int j = 0; j < p.splits; ++j)
+            den += (mxl == -CUDART_INF_F || s_lse[j][tid] == -CUDART_INF_F) ? 0.f : exp2f(s_lse[j][tid] - mxl);
+        for (int j = 0; j < p.splits; ++j)
+            s_f[j][tid] =
+                (den > 0.f && s_lse[j][tid] != -CUDART_INF_F) ? exp2f(s_lse[j][tid] - mxl) / den : 0.f;
+    }
+    __syncthreads();
+    const float* wts = &s_f[0][0];
+    const float* pob = p.part_o + unit * p.splits * 16 * kHeadDim + dim;
+    for (int h0 = 0; h0 < p.G; h0 += 4) {  // 4 heads x up to 16 splits of independent loads in flight
+        float v[4][16];
+#pragma unroll
+        for (int hh = 0; hh < 4; ++hh)
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                v[hh][j] = (j < p.splits && h0 + hh < p.G) ? __ldcg(pob + (j * 16 + h0 + hh) * kHeadDim) : 0.f;
+#pragma unroll
+        for (int hh = 0; hh < 4; ++hh) {
+            if (h0 + hh >= p.G) break;
+            float acc = 0.f;
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) acc = fmaf(wts[j * 16 + h0 + hh], v[hh][j], acc);
+            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + h0 + hh) * kHeadDim + dim] = acc;
         }
-        p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = den > 0.f ? num / den : 0.f;
     }
     if (tid == 0) p.counters[unit] = 0;
 }
@@ -605,16 +658,22 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_ntiles = (p.rows + 7) / 8;
     p.idx_nt_pass = p.idx_ntiles <= 1 ? 1 : p.idx_ntiles <= 2 ? 2 : 4;
     const int sms = sm_count();
+    // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
-    int ppw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
-                                         : static_cast<int>(std::clamp<long long>(pages / (16LL * sms), 1, 8));
-    p.idx_pages_per_cta = kWarps * ppw;
-    p.idx_chunks = (max_blocks + p.idx_pages_per_cta - 1) / p.idx_pages_per_cta;
+    p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
+                  : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
+                  : pages <= 200LL * sms / 33                                   ? 2
+                                                                                : 1;
+    const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
+                    : p.idx_parts > 1         ? 1
+                                              : static_cast<int>(std::clamp<long long>(pages / (64LL * sms), 1, 4));
+    p.idx_items_per_cta = kWarps * ipw;
+    p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
     const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
     p.idx_smem = kIdxPageSmem + static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
     int splits = opt.attn_splits > 0 ? std::min(opt.attn_splits, geo.topk)
-                                     : static_cast<int>(std::clamp<long long>((4LL * sms + units - 1) / units, 1, geo.topk));
+                                     : static_cast<int>(std::clamp<long long>((8LL * sms + units - 1) / units, 1, geo.topk));
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
     auto align = [](std::size_t x) { return (x + 255) & ~std::size_t(255); };
@@ -622,16 +681,25 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     const bool simt_attn = opt.attention == MsaImpl::kSimt;
     const std::size_t parts = simt_attn ? u * geo.topk * G : u * p.attn_splits * 16;
     p.scores_off = 0;
-    p.sel_pages_off = align(static_cast<std::size_t>(batch) * p.rows * max_blocks * sizeof(float));
+    p.sel_pages_off = align(static_cast<std::size_t>(batch) * p.rows * max_blocks * p.idx_parts * sizeof(float));
     p.partial_o_off = p.sel_pages_off + align(u * geo.topk * sizeof(int));
     p.partial_lse_off = p.partial_o_off + align(parts * kHeadDim * sizeof(float));
     p.counters_off = p.partial_lse_off + align(parts * sizeof(float));
     p.total_bytes = p.counters_off + align((static_cast<std::size_t>(batch) + u) * sizeof(unsigned));
-    static bool attrs_set = false;  // the dynamic shared-memory limit, raised once per process (outside capture)
+    static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
-        detail::check(cudaFuncSetAttribute(index_topk_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kIdxSmemMax));
-        detail::check(cudaFuncSetAttribute(index_topk_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, kIdxSmemMax));
-        detail::check(cudaFuncSetAttribute(index_topk_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, kIdxSmemMax));
+        // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
+        const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<2>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<4>),
+                                 reinterpret_cast<const void*>(attn_kernel)};
+        for (int i = 0; i < 4; ++i) {
+            if (i < 3)
+                detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(kIdxSmemMax)));
+            detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+        }
         attrs_set = true;
     }
     return p;
@@ -653,7 +721,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const bool mma_idx = p.opt.indexer == MsaImpl::kMma;
     if (mma_idx) {
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
-                           p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_pages_per_cta};
+                           p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
+                           p.idx_parts, kMul};
         const dim3 grid(p.idx_chunks, p.batch);
         switch (p.idx_nt_pass) {
             case 1: index_topk_kernel<1><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
@@ -670,7 +739,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     }
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
                         a.page_table, a.out, po, pl, counters + p.batch, p.q_len, nq, nkv, G, p.geo.topk,
-                        p.max_blocks, p.attn_splits, p.attn_pages_per_split};
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, kMul};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(kWarps * 32);

@@ -45,7 +45,8 @@ struct MsaDecodeOptions {
     MsaImpl attention = MsaImpl::kMma;
     bool pdl = true;            // programmatic dependent launch of the attention kernel after the indexer
     int attn_splits = 0;        // split-KV CTAs per (query, kv head); 0 = chosen from the shape and the SM count
-    int idx_pages_per_warp = 0; // index-K pages each indexer warp streams; 0 = chosen from the shape
+    int idx_pages_per_warp = 0; // indexer work items (pages or page parts) per warp; 0 = chosen from the shape
+    int idx_parts = 0;          // 1, 2 or 4 token ranges per index-K page (one per warp); 0 = chosen from the shape
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -58,7 +59,8 @@ struct MsaDecodePlan {
     int rows = 0;            // q_len * num_kv_heads: index rows per request
     int idx_ntiles = 0;      // ceil(rows / 8): MMA n-tiles of index queries
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
-    int idx_pages_per_cta = 0, idx_chunks = 0;
+    int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
+    int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
     int attn_splits = 1, attn_pages_per_split = 16;
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
