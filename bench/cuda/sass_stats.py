@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Per-kernel SASS opcode counts from `cuobjdump -sass` output (stdin): which pipes the MSA kernels load.
 
+Usage: cuobjdump -sass BINARY | sass_stats.py [--stats-only]
+
 Static counts (instructions in the code, not executed), per function, largest first; then the SASS itself.
 """
 import collections
@@ -16,7 +18,7 @@ for line in text.splitlines():
         cur = m.group(1)
         funcs[cur] = collections.Counter()
         continue
-    m = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", line)
+    m = re.match(r"\s+/\*[0-9a-f]{4,6}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", line)
     if m and cur:
         op = m.group(1)
         base = op.split(".")[0]
@@ -28,5 +30,6 @@ for name, cnt in funcs.items():
         continue
     print(f"== {name}: {sum(cnt.values())} instructions")
     print("   " + ", ".join(f"{k} {v}" for k, v in cnt.most_common(28)))
-print()
-print(text if len(text) < 12_000_000 else text[:12_000_000])
+if "--stats-only" not in sys.argv:
+    print()
+    print(text if len(text) < 12_000_000 else text[:12_000_000])

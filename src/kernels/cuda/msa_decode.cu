@@ -45,11 +45,19 @@ struct Mul {
 constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
 // Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
 // subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
-__device__ __forceinline__ void fp4x8(std::uint32_t x, const Mul& m, std::uint32_t (&P)[4]) {
+// MSA_FP4_SHIFTS=1 builds the same arithmetic with constant shifts (the compiler's choice of pipes), for comparison.
+__device__ __forceinline__ void fp4x8(std::uint32_t x, [[maybe_unused]] const Mul& m, std::uint32_t (&P)[4]) {
+#if defined(MSA_FP4_SHIFTS) && MSA_FP4_SHIFTS
+    P[3] = (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
+    P[2] = ((x << 4) & 0x80008000u) | ((x << 1) & 0x0E000E00u);
+    P[1] = ((x << 8) & 0x80008000u) | ((x << 5) & 0x0E000E00u);
+    P[0] = ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
+#else
     P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
     P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
     P[1] = ((x * m.x256) & 0x80008000u) | ((x * m.x32) & 0x0E000E00u);
     P[0] = ((x * m.x4096) & 0x80008000u) | ((x * m.x512) & 0x0E000E00u);
+#endif
 }
 __device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -78,19 +86,27 @@ __device__ __forceinline__ float warp_min(float v) {
     return v;
 }
 
-// Shared-memory page image: the 128 x 64-byte nibble rows with their four 16-byte chunks XOR-swizzled by
-// (row >> 1) & 3 (conflict-free fragment loads), then the 1024 scale bytes unchanged.
-__device__ __forceinline__ int page_chunk_dst(int q) {
-    return q < 512 ? (q >> 2) * 64 + (((q & 3) ^ ((q >> 3) & 3)) << 4) : q * 16;
-}
-// Byte offset of 16-byte chunk `chunk` of token row t.
-__device__ __forceinline__ int row_chunk(int t, int chunk) { return t * 64 + (((chunk ^ (t >> 1)) & 3) << 4); }
+// Shared-memory image of R token rows of a page (R = 128, or a part of a page): the R x 64-byte nibble rows with
+// their four 16-byte chunks XOR-swizzled by (row >> 1) & 3 (conflict-free fragment loads), then the R x 8 scale
+// bytes unchanged. Every fragment load of a thread sees the same swizzle (its rows are r + multiples of 8), so the
+// offsets below are per-thread constants.
+__device__ __forceinline__ int swizzled_chunk(int row, int chunk) { return row * 64 + (((chunk ^ (row >> 1)) & 3) << 4); }
 __device__ __forceinline__ std::uint32_t lds32(const unsigned char* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 __device__ __forceinline__ uint2 lds64(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
+// Copies rows [row0, row0 + R) of a 9216-byte page record (R a multiple of 32) into the image at dst with n_thr
+// threads (thread index i): 16-byte chunks with per-thread constant offsets.
+__device__ __forceinline__ void copy_rows_async(unsigned char* dst, const unsigned char* rec, int row0, int R, int i,
+                                                int n_thr) {
+    const int step_rows = n_thr / 4;  // rows covered by one pass of all threads
+    const int d0 = swizzled_chunk(i >> 2, i & 3), s0 = row0 * 64 + i * 16;
+    for (int k = 0; k < R / step_rows; ++k) cp_async16(dst + d0 + k * step_rows * 64, rec + s0 + k * step_rows * 64);
+    for (int q = i; q < R / 2; q += n_thr) cp_async16(dst + R * 64 + q * 16, rec + kBlock * 64 + row0 * 8 + q * 16);
+}
 
-// Key scales of token t for the thread's four 32-channel chunks (group 2*gp + (c >> 1)), as f16x2 (s*2^7, s*2^7).
-__device__ __forceinline__ void key_scales(const unsigned char* page, int t, int c, std::uint32_t (&s)[4]) {
-    const uint2 sc = lds64(page + kBlock * 64 + t * 8);
+// Key scales (8 bytes of one token) for the thread's four 32-channel chunks (group 2*gp + (c >> 1)), as f16x2
+// (s*2^7, s*2^7).
+__device__ __forceinline__ void key_scales(const unsigned char* sc8, int c, std::uint32_t (&s)[4]) {
+    const uint2 sc = lds64(sc8);
     const std::uint32_t sel = (c & 2) ? 0x31u : 0x20u;
     const std::uint32_t h01 = hmul2(e4m3x2_to_h2(prmt(sc.x, 0, sel)), kH2x128);
     const std::uint32_t h23 = hmul2(e4m3x2_to_h2(prmt(sc.y, 0, sel)), kH2x128);
@@ -116,14 +132,13 @@ struct IdxParams {
     int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts;
     Mul mul;
 };
-constexpr int kIdxPageSmem = kWarps * 2 * kPageHeadBytes;
 
-// Block maxima over m-tiles [mt0, mt0 + nmt) of one page for NT n-tiles (8 index rows each) of query fragments bf
-// (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension (16 tokens per m-tile), index rows
-// the N dimension.
+// Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
+// each) of query fragments bf (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension, index
+// rows the N dimension.
 template <int NT>
-__device__ __forceinline__ void index_page(const unsigned char* pg, const uint2* bf, int lane, int mt0, int nmt,
-                                           const Mul& mul, float (&mx)[NT][2]) {
+__device__ __forceinline__ void index_rows(const unsigned char* img, const uint2* bf, int lane, int nmt, const Mul& mul,
+                                          float (&mx)[NT][2]) {
     const int r = lane >> 2, c = lane & 3;
     std::uint32_t b[NT][4][2][2];
 #pragma unroll
@@ -138,20 +153,25 @@ __device__ __forceinline__ void index_page(const unsigned char* pg, const uint2*
             }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
+    const unsigned char* data = img + r * 64 + 4 * c;                // row r of m-tile 0
+    const unsigned char* scl = img + nmt * 16 * 64 + r * 8;          // its scales
+    int off[4];
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
 #pragma unroll 2
-    for (int mt = mt0; mt < mt0 + nmt; ++mt) {
-        const int t0 = mt * 16 + r, t1 = t0 + 8;
+    for (int mt = 0; mt < nmt; ++mt) {
+        const unsigned char* d0 = data + mt * 1024;  // rows t0 = 16 mt + r and t1 = t0 + 8 (+512 bytes)
         std::uint32_t s0[4], s1[4];
-        key_scales(pg, t0, c, s0);
-        key_scales(pg, t1, c, s1);
+        key_scales(scl + mt * 128, c, s0);
+        key_scales(scl + mt * 128 + 64, c, s1);
         float d[NT][4];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) d[nt][0] = d[nt][1] = d[nt][2] = d[nt][3] = 0.f;
 #pragma unroll
         for (int gp = 0; gp < 4; ++gp) {
             std::uint32_t k0[4], k1[4];
-            fp4x8(lds32(pg + row_chunk(t0, gp) + 4 * c), mul, k0);
-            fp4x8(lds32(pg + row_chunk(t1, gp) + 4 * c), mul, k1);
+            fp4x8(lds32(d0 + off[gp]), mul, k0);
+            fp4x8(lds32(d0 + 512 + off[gp]), mul, k1);
             const std::uint32_t a0[4] = {hmul2(k0[0], s0[gp]), hmul2(k1[0], s1[gp]), hmul2(k0[1], s0[gp]),
                                          hmul2(k1[1], s1[gp])};
 #pragma unroll
@@ -216,9 +236,16 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     const float* sc = p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts;
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
+    float v0[16];  // the first 512 blocks stay in registers for the second pass
+    load_scores(sc, 0, n, p.parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
-        load_scores(sc, base, n, p.parts, lane, v);
+        if (base == 0) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else {
+            load_scores(sc, base, n, p.parts, lane, v);
+        }
 #pragma unroll
         for (int k = 0; k < 16; ++k)
             if (base + lane + 32 * k < n) { mn = fminf(mn, v[k]); mx = fmaxf(mx, v[k]); }
@@ -233,7 +260,12 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     for (int j = 0; j < 15; ++j) top[j] = 0;
     for (int base = 0; base < n; base += 512) {  // second pass over the (L2-resident) scores
         float v[16];
-        load_scores(sc, base, n, p.parts, lane, v);
+        if (base == 0) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else {
+            load_scores(sc, base, n, p.parts, lane, v);
+        }
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
             const int i = base + lane + 32 * k;
@@ -277,18 +309,14 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
     const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
     const int it_begin = blockIdx.x * p.items_per_cta;
     const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
-    const int rows_per_item = kBlock / p.parts;
-    unsigned char* wbuf = smem + warp * 2 * kPageHeadBytes;
-    uint2* bfr = reinterpret_cast<uint2*>(smem + kIdxPageSmem);
+    const int R = kBlock / p.parts;  // token rows per work item
+    const int stage = R * 72;  // bytes of one work item's image
+    unsigned char* wbuf = smem + warp * 2 * stage;
+    uint2* bfr = reinterpret_cast<uint2*>(smem + kWarps * 2 * stage);
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
     auto copy_item = [&](unsigned char* dst, int it) {
         const int b = it / p.parts, part = it - b * p.parts;
-        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
-        const int data_chunks = rows_per_item * 4, n_chunks = data_chunks + rows_per_item / 2;
-        for (int q = lane; q < n_chunks; q += 32) {
-            const int qq = q < data_chunks ? part * data_chunks + q : 512 + part * (rows_per_item / 2) + (q - data_chunks);
-            cp_async16(dst + page_chunk_dst(qq), src + qq * 16);
-        }
+        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes, part * R, R, lane, 32);
     };
     if (it_begin < it_end) {
         int it = it_begin + warp;
@@ -319,16 +347,15 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
         }
         __syncthreads();
         for (int i = 0; it < it_end; ++i, it += kWarps) {
-            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * kPageHeadBytes, it + kWarps);
+            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
             cp_async_commit();
             cp_async_wait<1>();
             __syncwarp();
-            const unsigned char* pg = wbuf + (i & 1) * kPageHeadBytes;
+            const unsigned char* img = wbuf + (i & 1) * stage;
             const int b = it / p.parts, part = it - b * p.parts;
             for (int pass = 0; pass < passes; ++pass) {
                 float mx[NT][2];
-                index_page<NT>(pg, bfr + pass * NT * 256, lane, part * (rows_per_item / 16), rows_per_item / 16, p.mul,
-                               mx);
+                index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
                 if (lane < 4) {
 #pragma unroll
                     for (int nt = 0; nt < NT; ++nt)
@@ -374,16 +401,17 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
                                              float (&m)[2], float (&l)[2]) {
     const int r = lane >> 2, c = lane & 3;
     float sa[4][4];
+    const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;  // token tb + 8 nt + r, swizzle (r >> 1) & 3
+    const unsigned char* kscl = kb + kBlock * 64 + (tb + r) * 8;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
         sa[nt][0] = sa[nt][1] = sa[nt][2] = sa[nt][3] = 0.f;
-        const int t = tb + nt * 8 + r;
         std::uint32_t ks[4];
-        key_scales(kb, t, c, ks);
+        key_scales(kscl + nt * 64, c, ks);
 #pragma unroll
         for (int gp = 0; gp < 4; ++gp) {
             std::uint32_t kk[4];
-            fp4x8(lds32(kb + row_chunk(t, gp) + 4 * c), mul, kk);
+            fp4x8(lds32(krow + nt * 512 + (((gp ^ (r >> 1)) & 3) << 4)), mul, kk);
             mma16816(sa[nt], qf[gp][0], hmul2(kk[0], ks[gp]), hmul2(kk[1], ks[gp]));
             mma16816(sa[nt], qf[gp][1], hmul2(kk[2], ks[gp]), hmul2(kk[3], ks[gp]));
         }
@@ -402,6 +430,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
         mx[1] = fmaxf(mx[1], fmaxf(sa[nt][2], sa[nt][3]));
     }
     float alpha[2], neg[2];
+    const float mold[2] = {m[0], m[1]};
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
         mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 1));
@@ -421,12 +450,16 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
         }
     l[0] = l[0] * alpha[0] + sum[0];
     l[1] = l[1] * alpha[1] + sum[1];
+    // Rescale O only when some row's running max moved after it held data (alpha < 1 on a non-empty O).
+    if (__any_sync(0xffffffffu, (alpha[0] != 1.f && mold[0] != -CUDART_INF_F) ||
+                                    (alpha[1] != 1.f && mold[1] != -CUDART_INF_F))) {
 #pragma unroll
-    for (int nd = 0; nd < 16; ++nd) {
-        o[nd][0] *= alpha[0];
-        o[nd][1] *= alpha[0];
-        o[nd][2] *= alpha[1];
-        o[nd][3] *= alpha[1];
+        for (int nd = 0; nd < 16; ++nd) {
+            o[nd][0] *= alpha[0];
+            o[nd][1] *= alpha[0];
+            o[nd][2] *= alpha[1];
+            o[nd][3] *= alpha[1];
+        }
     }
     // PV: B = V (tokens x dims); this thread's column r maps to dims 16r + nd; tokens 2c, 2c+1 | 2c+8, 2c+9 of each
     // 16-token k-step, loaded in a lane-dependent order so the 8-byte loads are bank-conflict free.
@@ -440,9 +473,9 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
             const int tp = tb + ks * 16 + hh * 8 + 2 * c;
-            const int t1 = tp + (c & 1), t2 = tp + 1 - (c & 1);
-            const int seg = 8 * (r & 1);
-            const uint2 x1 = lds64(vb + row_chunk(t1, r >> 1) + seg), x2 = lds64(vb + row_chunk(t2, r >> 1) + seg);
+            // rows t1 = tp + (c & 1), t2 = tp + 1 - (c & 1): both have swizzle (t >> 1) & 3 == c
+            const unsigned char* vrow = vb + tp * 64 + ((((r >> 1) ^ c) & 3) << 4) + 8 * (r & 1);
+            const uint2 x1 = lds64(vrow + (c & 1) * 64), x2 = lds64(vrow + (1 - (c & 1)) * 64);
             const std::uint32_t sb = vb[kBlock * 64 + tp * 8 + r] | (vb[kBlock * 64 + (tp + 1) * 8 + r] << 8);
             std::uint32_t sv = hmul2(e4m3x2_to_h2(sb), kH2x128);
             // Rows past the query position may hold stale bytes (even NaN scales): zero their V so 0 * V stays 0.
@@ -519,12 +552,8 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
-        const unsigned char* ksrc = p.k_cache + rec;
-        const unsigned char* vsrc = p.v_cache + rec;
-        for (int q = tid; q < 2 * kPageHeadBytes / 16; q += kWarps * 32) {
-            const int v = q >= kPageHeadBytes / 16, qq = q - v * (kPageHeadBytes / 16);
-            cp_async16(dst + v * kPageHeadBytes + page_chunk_dst(qq), (v ? vsrc : ksrc) + qq * 16);
-        }
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kWarps * 32);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kWarps * 32);
     };
     float o[16][4];
 #pragma unroll
@@ -631,7 +660,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     if (tid == 0) p.counters[unit] = 0;
 }
 
-constexpr std::size_t kIdxSmemMax = kIdxPageSmem + 8 * 256 * sizeof(uint2);
+constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -660,17 +689,18 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     const int sms = sm_count();
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
+    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
     p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
-                  : pages <= 200LL * sms / 33                                   ? 2
-                                                                                : 1;
+                                                                                : 2;
     const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
-                    : p.idx_parts > 1         ? 1
-                                              : static_cast<int>(std::clamp<long long>(pages / (64LL * sms), 1, 4));
+                    : p.idx_parts > 2         ? 1
+                                              : static_cast<int>(std::clamp<long long>(pages / (32LL * sms), 1, 8));
     p.idx_items_per_cta = kWarps * ipw;
     p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
     const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
-    p.idx_smem = kIdxPageSmem + static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
+    p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
+                 static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
     int splits = opt.attn_splits > 0 ? std::min(opt.attn_splits, geo.topk)
                                      : static_cast<int>(std::clamp<long long>((8LL * sms + units - 1) / units, 1, geo.topk));
