@@ -2,8 +2,8 @@
 # One-shot GPU run of the CUDA MSA decode path: correctness test, benchmark, SASS statistics, Nsight Compute,
 # compute-sanitizer. Usage, in the repository root on the GPU machine:
 #   OUT=<dir> BIN=<dir with msa_decode_test/msa_decode_bench> bash bench/cuda/run_gpu.sh [steps]
-# steps: comma list, run in the order given, of test,quick,full,full_shift,sass,ncu,memcheck,racecheck
-# (full_shift: the suite with $BIN/msa_decode_bench_shift, a build with -DMSA_FP4_SHIFTS=1, into bench_shift.json)
+# steps: comma list, run in the order given, of test,quick,full,full_alt,sass,ncu,memcheck,racecheck
+# (full_alt: the suite with $BIN/msa_decode_bench_alt, e.g. a build with -DMSA_FP4_SHIFTS=0, into bench_alt.json)
 # (default test,full,sass,ncu,memcheck,racecheck). Per-step time limits: TEST_T, BENCH_T, NCU_T, SAN_T seconds.
 # Prebuilt binaries in $BIN are used when they load on this machine, else everything is built here with nvcc.
 set -x
@@ -28,11 +28,11 @@ for step in ${STEPS//,/ }; do
     quick|full)
       timeout ${BENCH_T:-300} "$BIN/msa_decode_bench" $step > "$OUTD/bench.json" 2>> "$OUTD/bench.err"
       echo "bench rc=$?" >> "$OUTD/bench.err"; tail -1 "$OUTD/bench.err"; python3 bench/cuda/summarize.py "$OUTD/bench.json";;
-    full_shift)
-      if [ -x "$BIN/msa_decode_bench_shift" ]; then
-        timeout ${BENCH_T:-300} "$BIN/msa_decode_bench_shift" full > "$OUTD/bench_shift.json" 2>> "$OUTD/bench.err"
-        echo "bench_shift rc=$?" >> "$OUTD/bench.err"; tail -1 "$OUTD/bench.err"
-        python3 bench/cuda/summarize.py "$OUTD/bench_shift.json" | cut -c1-60; fi;;
+    full_alt)
+      if [ -x "$BIN/msa_decode_bench_alt" ]; then
+        timeout ${BENCH_T:-300} "$BIN/msa_decode_bench_alt" full > "$OUTD/bench_alt.json" 2>> "$OUTD/bench.err"
+        echo "bench_alt rc=$?" >> "$OUTD/bench.err"; tail -1 "$OUTD/bench.err"
+        python3 bench/cuda/summarize.py "$OUTD/bench_alt.json" | cut -c1-60; fi;;
     sass)
       /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$OUTD/sass.txt" 2>&1
       cut -c1-300 "$OUTD/sass.txt";;

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Summarise msa_cuda_decode_bench output: a table against the vLLM Triton figures of workloads.md section 3.
 
-Usage: summarize.py BENCH_JSON [--results OUT.json --commit HASH --date D --machine M] [--plot OUT.png]
+Usage: summarize.py BENCH_JSON [--results OUT.json --commit HASH --date D --machine M] [--plot OUT.png] [--svg OUT.svg]
+(--plot needs matplotlib; --svg writes the same two panels with plain Python.)
 """
 import argparse
 import json
+import math
 
 # vLLM Triton BF16-KV MSA decode on the same H200 (workloads.md section 3), microseconds per layer-step.
 VLLM = {("lowlat", 1, 8192, 1): 15.2, ("lowlat", 1, 32768, 1): 17.3,
@@ -37,6 +39,7 @@ def main():
     ap.add_argument("--date", default="")
     ap.add_argument("--machine", default="NVIDIA H200")
     ap.add_argument("--plot")
+    ap.add_argument("--svg")
     a = ap.parse_args()
     d = load(a.bench)
     print(f"copy bandwidth {d.get('copy_bw_TBs')} TB/s")
@@ -53,6 +56,8 @@ def main():
                          "us per call in a 120-call CUDA graph (median of 20 replays)",
                "date": a.date, "machine": a.machine, "commit": a.commit, **d}
         json.dump(out, open(a.results, "w"), indent=1)
+    if a.svg:
+        svg_plot(d, a.svg)
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -79,6 +84,50 @@ def main():
         ax[1].legend()
         fig.tight_layout()
         fig.savefig(a.plot, dpi=110)
+
+
+def svg_plot(d, path):
+    """Left: us per call, ours vs vLLM (log scale). Right: % of copy bandwidth over the floor, decode suite."""
+    W, H, PAD = 1100, 420, 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>']
+    cmp = [c for c in d["cases"] if "vllm_triton_bf16_us" in c and c["suite"] != "lowlat"]
+    x0, x1, y0, y1 = PAD, 560, H - 70, 40
+    lo, hi = 10.0, 1000.0
+    ty = lambda v: y0 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (y0 - y1)
+    out.append(f'<text x="{x0}" y="20" font-size="13">us per layer decode step (log scale): vLLM Triton BF16 KV vs ours NVFP4 KV</text>')
+    for v in (10, 30, 100, 300, 1000):
+        out.append(f'<line x1="{x0}" x2="{x1}" y1="{ty(v):.1f}" y2="{ty(v):.1f}" stroke="#ddd"/>'
+                   f'<text x="{x0 - 6}" y="{ty(v) + 4:.1f}" text-anchor="end">{v}</text>')
+    bw = (x1 - x0) / max(1, len(cmp))
+    for i, c in enumerate(cmp):
+        for j, (val, col) in enumerate(((c["vllm_triton_bf16_us"], "#999"), (c["us"], "#1f77b4"))):
+            bx = x0 + i * bw + 4 + j * (bw - 8) / 2
+            out.append(f'<rect x="{bx:.1f}" y="{ty(val):.1f}" width="{(bw - 8) / 2:.1f}" height="{y0 - ty(val):.1f}" fill="{col}"/>')
+        label = f"{c['batch']}x{c['L'] // 1024}K" + (" q8" if c["q_len"] == 8 else "")
+        out.append(f'<text x="{x0 + (i + 0.5) * bw:.1f}" y="{y0 + 14}" text-anchor="middle">{label}</text>')
+    out.append(f'<rect x="{x0}" y="{H - 30}" width="10" height="10" fill="#999"/><text x="{x0 + 14}" y="{H - 21}">vLLM Triton</text>'
+               f'<rect x="{x0 + 110}" y="{H - 30}" width="10" height="10" fill="#1f77b4"/><text x="{x0 + 124}" y="{H - 21}">ours</text>')
+    # right panel
+    X0, X1 = 650, W - 30
+    out.append(f'<text x="{X0}" y="20" font-size="13">decode suite (8 queries): % of copy BW over the byte floor</text>')
+    ymax = 40.0
+    py = lambda v: y0 - v / ymax * (y0 - y1)
+    lx = lambda L: X0 + (math.log2(L / 1024)) / math.log2(200) * (X1 - X0)
+    for v in (0, 10, 20, 30, 40):
+        out.append(f'<line x1="{X0}" x2="{X1}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>'
+                   f'<text x="{X0 - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v}</text>')
+    for L in (1024, 4096, 10240, 51200, 204800):
+        out.append(f'<text x="{lx(L):.1f}" y="{y0 + 14}" text-anchor="middle">{L // 1024}K</text>')
+    for k, (B, col) in enumerate(((8, "#2ca02c"), (32, "#ff7f0e"), (64, "#d62728"), (128, "#9467bd"))):
+        cs = [c for c in d["cases"] if c["suite"] == "decode_q8" and c["batch"] == B]
+        if cs:
+            pts = " ".join(f"{lx(c['L']):.1f},{py(100 * c['frac_copy_bw']):.1f}" for c in cs)
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{col}" stroke-width="2"/>')
+            out.append(f'<rect x="{X0 + k * 90}" y="{H - 30}" width="10" height="10" fill="{col}"/>'
+                       f'<text x="{X0 + 14 + k * 90}" y="{H - 21}">batch {B}</text>')
+    out.append("</svg>")
+    open(path, "w").write("\n".join(out) + "\n")
 
 
 if __name__ == "__main__":
