@@ -1,10 +1,15 @@
 // MSA decode benchmark (workloads.md sections 1 and 3): CUDA graph of 120 calls, 5 warm-up replays, 20 timed
 // replays, median per call, inputs rotated so the working set exceeds 120 MiB. Prints one JSON object.
+// Usage: msa_cuda_decode_bench [quick|full|case B L q_len]   (default full: low-latency, vLLM comparison and the
+// 28-case decode suite). Environment: MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off
+// programmatic dependent launch. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -19,6 +24,16 @@ static double copy_bw() {
     CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1)); float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
     CK(cudaFree(a)); CK(cudaFree(b)); return 2.0 * n * 10 / (ms * 1e-3);
 }
+
+static MsaDecodeOptions env_options() {
+    MsaDecodeOptions o;
+    auto is = [](const char* k, const char* v) { const char* e = std::getenv(k); return e && std::strcmp(e, v) == 0; };
+    if (is("MSA_IDX", "simt")) o.indexer = MsaImpl::kSimt;
+    if (is("MSA_ATTN", "simt")) o.attention = MsaImpl::kSimt;
+    if (is("MSA_NO_PDL", "1")) o.pdl = false;
+    return o;
+}
+static int g_warm = 5, g_reps = 20;
 
 static void run(const char* suite, int B, int L, int q_len, double bw, bool& first) {
     std::mt19937 rng(1701);
@@ -55,8 +70,9 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     CK(cudaMalloc(&dpt, pt.size() * 4)); CK(cudaMemcpy(dpt, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&dlens, B * 4)); CK(cudaMemcpy(dlens, lens.data(), B * 4, cudaMemcpyHostToDevice));
     MsaGeometry geo{64, 4, 16};
-    auto plan = make_decode_plan(geo, B, q_len, max_blocks);
+    auto plan = make_decode_plan(geo, B, q_len, max_blocks, env_options());
     CK(cudaMalloc(&ws, plan.total_bytes));
+    init_decode_workspace(plan, ws, 0);
     const size_t nq = size_t(B) * q_len * 64 * 128;
     std::vector<std::uint8_t> hq(nq); for (auto& x : hq) x = 0x30 + (rng() % 24) + (rng() & 0x80);
     CK(cudaMalloc(&dq, nq)); CK(cudaMemcpy(dq, hq.data(), nq, cudaMemcpyHostToDevice)); diq = dq;
@@ -69,21 +85,23 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
         msa_decode(plan, a, st);
     }
     CK(cudaStreamEndCapture(st, &g)); CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int i = 0; i < 5; ++i) CK(cudaGraphLaunch(ge, st));
+    for (int i = 0; i < g_warm; ++i) CK(cudaGraphLaunch(ge, st));
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     std::vector<double> us;
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < g_reps; ++i) {
         CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(ge, st)); CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
         float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); us.push_back(ms * 1000.0 / 120);
     }
     std::sort(us.begin(), us.end());
-    const double med = us[10];
-    double mean = 0, var = 0; for (double x : us) mean += x / 20; for (double x : us) var += (x - mean) * (x - mean) / 20;
+    const double med = us[us.size() / 2];
+    const double nrep = double(us.size());
+    double mean = 0, var = 0; for (double x : us) mean += x / nrep; for (double x : us) var += (x - mean) * (x - mean) / nrep;
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
-                "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f}\n",
+                "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d}\n",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
-                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw);
+                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts);
     first = false;
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));
@@ -91,9 +109,18 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     cudaStreamDestroy(st);
 }
 
-int main(int argc, char**) {
+int main(int argc, char** argv) {
+    const char* mode = argc > 1 ? argv[1] : "full";
+    if (std::strcmp(mode, "case") == 0 && argc == 5) {
+        g_warm = 1; g_reps = 2;
+        bool first = true;
+        std::printf("[\n");
+        run("case", std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), 4.3e12, first);
+        std::printf("]\n");
+        return 0;
+    }
     const double bw = copy_bw();
-    const bool quick = argc > 1;
+    const bool quick = std::strcmp(mode, "quick") == 0;
     std::printf("{\"copy_bw_TBs\":%.3f,\"cases\":[\n", bw / 1e12);
     bool first = true;
     for (int B : {1, 2, 4}) for (int L : {1024, 4096, 8192, 32768}) run("lowlat", B, L, 1, bw, first);
