@@ -182,6 +182,10 @@ TEST(MsaIndexer, SelectionDriverMatchesPerRowTopk) {
     opt.topk = 4;
     std::vector<std::int32_t> sel(108 * 2 * 4);
     cpu::msa_select_blocks(f.layer.view.index_k(), seqs, iq.data(), 2, opt, sel.data());
+    // The decode chunk alone (fewer query tiles than threads: its blocks are split over threads instead).
+    std::vector<std::int32_t> alone(8 * 2 * 4);
+    cpu::msa_select_blocks(f.layer.view.index_k(), {seqs, 1}, iq.data(), 2, opt, alone.data());
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), sel.begin()));
     for (int s = 0; s < 2; ++s)
         for (int i = 0; i < seqs[s].q_len; ++i) {
             const int pos = cpu::query_position(seqs[s], i);

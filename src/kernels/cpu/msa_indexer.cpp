@@ -16,10 +16,11 @@ namespace {
 
 constexpr std::int32_t kIndexQueryTile = 32;
 
-}  // namespace
-
-void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups,
-                      std::int32_t i0, std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld) {
+// Scores of blocks [b_begin, b_end) only; each block's scores are computed the same
+// way whatever the range, so splitting the blocks over threads does not change any result.
+void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups,
+                        std::int32_t i0, std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld,
+                        std::int32_t b_begin, std::int32_t b_end) {
     const int D = index_k.dim;
     const bool q8 = numerics == AttentionNumerics::q8kv4;
     const std::int32_t last_pos = query_position(seq, i1 - 1);
@@ -30,8 +31,8 @@ void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const f
     if (q8) round_rows_to_e4m3(a.data(), static_cast<long>(a.size()));
     std::vector<float> keys(static_cast<std::size_t>(kKvPageTokens * D));
     std::vector<float> dots(static_cast<std::size_t>(rows * kKvPageTokens));
-    const std::int32_t last_block = last_pos / kKvPageTokens;
-    for (std::int32_t b = 0; b <= last_block; ++b) {
+    const std::int32_t last_block = std::min(last_pos / kKvPageTokens, b_end - 1);
+    for (std::int32_t b = b_begin; b <= last_block; ++b) {
         // Queries whose local block is before b do not look at it; start at the first that does.
         std::int32_t first = i0;
         while (first < i1 && query_position(seq, first) < b * kKvPageTokens) ++first;
@@ -54,6 +55,13 @@ void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const f
     }
 }
 
+}  // namespace
+
+void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups,
+                      std::int32_t i0, std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld) {
+    block_scores_range(index_k, seq, iq, groups, i0, i1, numerics, scores, ld, 0, kMaxMsaBlocks);
+}
+
 void msa_select_blocks(const PagedRows& index_k, std::span<const AttentionSeq> seqs, const float* iq, int groups,
                        const MsaIndexOptions& options, std::int32_t* selected) {
     MSA_CHECK(options.topk >= 1, "MSA top-k must be at least 1, got {}", options.topk);
@@ -69,24 +77,43 @@ void msa_select_blocks(const PagedRows& index_k, std::span<const AttentionSeq> s
         for (std::int32_t i0 = 0; i0 < seqs[si].q_len; i0 += kIndexQueryTile)
             tasks.push_back(Task{si, i0, std::min(seqs[si].q_len, i0 + kIndexQueryTile)});
     }
-    parallel_for(tasks.size(), 1, [&](std::size_t begin, std::size_t end) {
-        std::vector<float> scores;
-        for (std::size_t ti = begin; ti < end; ++ti) {
-            const Task& task = tasks[ti];
-            const AttentionSeq& seq = seqs[task.seq];
-            const std::int32_t last_pos = query_position(seq, task.i1 - 1);
-            const std::int64_t ld = std::max(1, last_pos / kKvPageTokens + 1);
-            scores.assign(static_cast<std::size_t>((task.i1 - task.i0) * groups * ld), 0.0f);
-            msa_block_scores(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld);
-            for (std::int32_t i = task.i0; i < task.i1; ++i) {
-                const std::int32_t pos = query_position(seq, i);
-                for (int g = 0; g < groups; ++g) {
-                    std::int32_t* out = selected + ((seq.q_offset + i) * groups + g) * options.topk;
-                    const float* row = scores.data() + (static_cast<std::int64_t>(i - task.i0) * groups + g) * ld;
-                    select_top_blocks(row, pos < 0 ? -1 : pos / kKvPageTokens, options.topk, options.topk_mode, out);
-                }
+    // Scores for one task: in parallel over blocks when there are fewer tasks than threads (decode), else serially
+    // inside a task that runs in parallel with the others (prefill).
+    auto scores_of = [&](const Task& task, std::vector<float>& scores, bool split_blocks) {
+        const AttentionSeq& seq = seqs[task.seq];
+        const std::int32_t last_pos = query_position(seq, task.i1 - 1);
+        const std::int64_t ld = std::max(1, last_pos / kKvPageTokens + 1);
+        scores.assign(static_cast<std::size_t>((task.i1 - task.i0) * groups * ld), 0.0f);
+        if (!split_blocks) {
+            block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld, 0,
+                               static_cast<std::int32_t>(ld));
+        } else {
+            parallel_for(static_cast<std::size_t>(ld), 8, [&](std::size_t b0, std::size_t b1) {
+                block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld,
+                                   static_cast<std::int32_t>(b0), static_cast<std::int32_t>(b1));
+            });
+        }
+        return ld;
+    };
+    auto select = [&](const Task& task, const std::vector<float>& scores, std::int64_t ld) {
+        const AttentionSeq& seq = seqs[task.seq];
+        for (std::int32_t i = task.i0; i < task.i1; ++i) {
+            const std::int32_t pos = query_position(seq, i);
+            for (int g = 0; g < groups; ++g) {
+                std::int32_t* out = selected + ((seq.q_offset + i) * groups + g) * options.topk;
+                const float* row = scores.data() + (static_cast<std::int64_t>(i - task.i0) * groups + g) * ld;
+                select_top_blocks(row, pos < 0 ? -1 : pos / kKvPageTokens, options.topk, options.topk_mode, out);
             }
         }
+    };
+    if (tasks.size() < static_cast<std::size_t>(num_threads())) {
+        std::vector<float> scores;
+        for (const Task& task : tasks) select(task, scores, scores_of(task, scores, true));
+        return;
+    }
+    parallel_for(tasks.size(), 1, [&](std::size_t begin, std::size_t end) {
+        std::vector<float> scores;
+        for (std::size_t ti = begin; ti < end; ++ti) select(tasks[ti], scores, scores_of(tasks[ti], scores, false));
     });
 }
 
