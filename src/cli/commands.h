@@ -12,5 +12,9 @@ using CommandBody = std::function<int()>;
 
 // `msa info MODEL_DIR` (info_command.cpp).
 void register_info_command(CLI::App& app, CommandBody& body);
+// `msa generate --model DIR` (generate_command.cpp).
+void register_generate_command(CLI::App& app, CommandBody& body);
+// `msa score --model DIR` (score_command.cpp).
+void register_score_command(CLI::App& app, CommandBody& body);
 
 }  // namespace msa::cli
