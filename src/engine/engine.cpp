@@ -71,6 +71,8 @@ struct EngineRequestState {
     bool started = false;
     bool touched = false;
     std::string error;
+    std::optional<Usage> usage;  // set when every sample has finished: the next event is the last
+    std::optional<RequestTimings> timings;
     EngineClock::time_point arrival;
     std::optional<EngineClock::time_point> first_scheduled, first_token, last_token;
 };
@@ -320,7 +322,8 @@ void Engine::run() {
         {
             std::unique_lock lock(shared_->mu);
             shared_->cv.wait(lock, [&] {
-                return !shared_->inbox.empty() || !shared_->cancels.empty() || shared_->stopping || !requests_.empty();
+                return !shared_->inbox.empty() || !shared_->cancels.empty() || shared_->stopping ||
+                       scheduler_->num_running() + scheduler_->num_waiting() > 0;
             });
             incoming.swap(shared_->inbox);
             cancels.swap(shared_->cancels);
@@ -336,31 +339,29 @@ void Engine::run() {
             auto it = requests_.find(id);
             if (it != requests_.end()) abort_request(*it->second, FinishReason::abort, "");
         }
-        if (stopping && (requests_.empty() || EngineClock::now() >= deadline)) {
+        const bool exit = stopping && (requests_.empty() || EngineClock::now() >= deadline);
+        if (exit) {
             abort_all("");
-            refresh_stats();
-            return;
-        }
-        if (requests_.empty()) {
-            refresh_stats();
-            continue;
-        }
-        try {
-            run_step();
-        } catch (const std::exception& e) {
-            // An internal error leaves the scheduler in an unknown state: fail what is in flight, start afresh.
-            MSA_LOG_ERROR("engine step failed: {}", e.what());
-            touched_.clear();
-            scheduler_ = std::make_unique<Scheduler>(config_.scheduler);
-            for (auto& [id, rs] : requests_) {
-                for (auto& ss : rs->seqs) {  // the old scheduler is gone: nothing to release
-                    ss->seq.status = SequenceStatus::finished;
-                    ss->seq.pages.clear();
+        } else if (scheduler_->num_running() + scheduler_->num_waiting() > 0) {
+            try {
+                run_step();
+            } catch (const std::exception& e) {
+                // An internal error leaves the scheduler in an unknown state: fail what is in flight, start afresh.
+                MSA_LOG_ERROR("engine step failed: {}", e.what());
+                scheduler_ = std::make_unique<Scheduler>(config_.scheduler);
+                for (auto& [id, rs] : requests_) {
+                    for (auto& ss : rs->seqs) {  // the old scheduler is gone: nothing to release
+                        ss->seq.status = SequenceStatus::finished;
+                        ss->seq.pages.clear();
+                    }
                 }
+                abort_all(fmt::format("internal error: {}", e.what()));
             }
-            abort_all(fmt::format("internal error: {}", e.what()));
         }
+        // Statistics first, then events: whoever sees a request's final event also sees its effect in stats().
         refresh_stats();
+        publish_touched();
+        if (exit) return;
     }
 }
 
@@ -445,13 +446,16 @@ void Engine::run_step() {
         } else {
             process_sample(rs, ss, logits);
         }
-        if (!rs.touched) {
-            rs.touched = true;
-            touched_.push_back(&rs);
-        }
+        touch(rs);
     }
     ++live_.num_steps;
-    publish_touched();
+    if (config_.check_invariants_every_step) scheduler_->check_invariants();
+}
+
+void Engine::touch(RequestState& rs) {
+    if (rs.touched) return;
+    rs.touched = true;
+    touched_.push_back(&rs);
 }
 
 void Engine::process_sample(RequestState& rs, SeqState& ss, std::span<const float> logits) {
@@ -550,9 +554,11 @@ void Engine::finish_sample(RequestState& rs, SeqState& ss, FinishReason reason) 
     scheduler_->finish(ss.seq);  // pages go back now
     ++rs.num_finished;
     ++live_.finished[static_cast<int>(reason)];
+    if (rs.num_finished == static_cast<std::int32_t>(rs.seqs.size())) complete_request(rs);
 }
 
 void Engine::abort_request(RequestState& rs, FinishReason reason, const std::string& error) {
+    if (rs.usage) return;  // already complete, its final event is pending
     for (auto& ss : rs.seqs) {
         if (ss->finished) continue;
         ss->finished = true;
@@ -563,7 +569,8 @@ void Engine::abort_request(RequestState& rs, FinishReason reason, const std::str
         ++live_.finished[static_cast<int>(reason)];
     }
     rs.error = error;
-    publish(rs);
+    complete_request(rs);
+    touch(rs);
 }
 
 void Engine::publish_touched() {
@@ -575,20 +582,7 @@ void Engine::publish_touched() {
     }
 }
 
-void Engine::publish(RequestState& rs) {
-    RequestEvent event;
-    for (auto& ss : rs.seqs) {
-        if (!ss->dirty) continue;
-        ss->delta.index = ss->seq.index;
-        event.samples.push_back(std::move(ss->delta));
-        ss->delta = SampleDelta();
-        ss->dirty = false;
-    }
-    const bool done = rs.num_finished == static_cast<std::int32_t>(rs.seqs.size());
-    if (!done) {
-        if (!event.samples.empty()) rs.handle->push(std::move(event));
-        return;
-    }
+void Engine::complete_request(RequestState& rs) {
     const auto now = EngineClock::now();
     Usage usage;
     usage.prompt_tokens = rs.num_prompt;
@@ -608,9 +602,26 @@ void Engine::publish(RequestState& rs) {
         live_.prefill_time.observe(t.prefill);
         live_.decode_time.observe(t.decode);
     }
+    rs.usage = usage;
+    rs.timings = t;
+}
+
+void Engine::publish(RequestState& rs) {
+    RequestEvent event;
+    for (auto& ss : rs.seqs) {
+        if (!ss->dirty) continue;
+        ss->delta.index = ss->seq.index;
+        event.samples.push_back(std::move(ss->delta));
+        ss->delta = SampleDelta();
+        ss->dirty = false;
+    }
+    if (!rs.usage) {
+        if (!event.samples.empty()) rs.handle->push(std::move(event));
+        return;
+    }
     event.finished = true;
-    event.usage = usage;
-    event.timings = t;
+    event.usage = rs.usage;
+    event.timings = rs.timings;
     event.error = rs.error;
     {
         std::lock_guard lock(shared_->mu);

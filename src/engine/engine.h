@@ -41,6 +41,9 @@ struct EngineConfig {
     LogprobsMode logprobs_mode = LogprobsMode::raw;
     // Speculative decoding: drafts per step and sequence (0: off; needs a Drafter).
     std::int32_t num_speculative_tokens = 0;
+    // Debugging and tests: check the scheduler's and block manager's invariants after every step (O(pages)); a
+    // violation fails every request in flight with an internal error.
+    bool check_invariants_every_step = false;
 };
 
 using EventCallback = std::function<void(RequestEvent&&)>;
@@ -101,6 +104,9 @@ public:
     // Stops accepting requests, lets running ones finish for up to `grace`, aborts the rest, joins the thread.
     void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
+    // The page pool, for tests: only safe on the engine thread (e.g. inside ModelExecutor::forward).
+    const BlockManager& block_manager_on_engine_thread() const { return scheduler_->block_manager(); }
+
 private:
     using RequestState = EngineRequestState;
     using SeqState = EngineSequenceState;
@@ -115,6 +121,10 @@ private:
     void finish_sample(RequestState& rs, SeqState& ss, FinishReason reason);
     void abort_request(RequestState& rs, FinishReason reason, const std::string& error);
     void abort_all(const std::string& error);
+    // Every sample has finished: usage and timings are final (histograms observed here).
+    void complete_request(RequestState& rs);
+    // Marks a request for publish_touched() at the end of the iteration.
+    void touch(RequestState& rs);
     // Pushes the request's pending deltas as one event; after its final event the request is destroyed.
     void publish(RequestState& rs);
     void publish_touched();
