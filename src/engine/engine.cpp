@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include "core/log.h"
+#include "core/parallel.h"
 #include "engine/rejection_sampler.h"
 #include "engine/request_error.h"
 #include "engine/stop_string_matcher.h"
@@ -431,6 +432,16 @@ void Engine::run_step() {
     }
     scheduler_->complete_step(step);
 
+    // Collect the rows to sample; plain samples are drawn in parallel across sequences (each sequence's result
+    // depends only on its own logits, history and RNG), then everything is applied in batch order.
+    struct Work {
+        RequestState* rs;
+        SeqState* ss;
+        std::span<const float> logits;
+        std::int32_t num_drafts;
+        SampledToken sampled;
+    };
+    std::vector<Work> work;
     std::size_t row = 0;
     for (const ScheduledSequence& s : step.seqs) {
         if (s.num_logits == 0) continue;
@@ -438,15 +449,22 @@ void Engine::run_step() {
         row += s.num_logits;
         RequestState& rs = *requests_.at(s.seq->request_id);
         SeqState& ss = *rs.seqs[s.seq->index];
-        if (ss.finished) continue;
-        const auto now = EngineClock::now();
-        if (ss.last_token_time) live_.inter_token_latency.observe(seconds(now - *ss.last_token_time));
-        if (s.num_drafts > 0) {
-            process_verify(rs, ss, logits, s.num_drafts);
+        if (!ss.finished) work.push_back({&rs, &ss, logits, s.num_drafts, {}});
+    }
+    sample_in_parallel(work.size(), [&](Sampler& sampler, std::size_t i) {
+        Work& w = work[i];
+        if (w.num_drafts == 0) w.sampled = sampler.sample(w.logits, w.rs->params, w.ss->history, w.ss->rng, w.ss->generated);
+    });
+    const auto now = EngineClock::now();
+    for (Work& w : work) {
+        if (w.ss->last_token_time) live_.inter_token_latency.observe(seconds(now - *w.ss->last_token_time));
+        if (w.num_drafts > 0) {
+            process_verify(*w.rs, *w.ss, w.logits, w.num_drafts);
         } else {
-            process_sample(rs, ss, logits);
+            scheduler_->append_token(w.ss->seq, w.sampled.token);
+            emit_token(*w.rs, *w.ss, w.sampled.token, w.rs->params.logprobs ? &w.sampled : nullptr);
         }
-        touch(rs);
+        touch(*w.rs);
     }
     ++live_.num_steps;
     if (config_.check_invariants_every_step) scheduler_->check_invariants();
@@ -458,10 +476,22 @@ void Engine::touch(RequestState& rs) {
     touched_.push_back(&rs);
 }
 
-void Engine::process_sample(RequestState& rs, SeqState& ss, std::span<const float> logits) {
-    SampledToken sampled = sampler_.sample(logits, rs.params, ss.history, ss.rng, ss.generated);
-    scheduler_->append_token(ss.seq, sampled.token);
-    emit_token(rs, ss, sampled.token, rs.params.logprobs ? &sampled : nullptr);
+void Engine::sample_in_parallel(std::size_t count, const std::function<void(Sampler&, std::size_t)>& fn) {
+    // Threads only pay off when there is real work per sequence (large vocabularies).
+    const std::size_t vocab = static_cast<std::size_t>(model_.vocab_size());
+    const std::size_t chunks = std::min<std::size_t>(count, static_cast<std::size_t>(num_threads()));
+    if (chunks <= 1 || count * vocab < (1u << 18)) {
+        for (std::size_t i = 0; i < count; ++i) fn(sampler_, i);
+        return;
+    }
+    while (samplers_.size() < chunks) {
+        samplers_.push_back(std::make_unique<Sampler>(sampler_.config()));
+    }
+    parallel_for(chunks, 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t c = begin; c < end; ++c) {
+            for (std::size_t i = count * c / chunks; i < count * (c + 1) / chunks; ++i) fn(*samplers_[c], i);
+        }
+    });
 }
 
 void Engine::process_verify(RequestState& rs, SeqState& ss, std::span<const float> logits, std::int32_t num_drafts) {

@@ -114,7 +114,8 @@ private:
     void run();
     void run_step();
     void propose_drafts();
-    void process_sample(RequestState& rs, SeqState& ss, std::span<const float> logits);
+    // Calls fn(sampler, i) for i in [0, count), across threads when the work is large enough.
+    void sample_in_parallel(std::size_t count, const std::function<void(Sampler&, std::size_t)>& fn);
     void process_verify(RequestState& rs, SeqState& ss, std::span<const float> logits, std::int32_t num_drafts);
     // Records a generated token (already appended to the sequence) and checks stop conditions.
     void emit_token(RequestState& rs, SeqState& ss, std::int32_t token, SampledToken* logprobs);
@@ -140,6 +141,7 @@ private:
     // Engine-thread state.
     std::unique_ptr<Scheduler> scheduler_;
     Sampler sampler_;
+    std::vector<std::unique_ptr<Sampler>> samplers_;  // one per sampling thread
     std::unordered_map<std::uint64_t, std::unique_ptr<RequestState>> requests_;
     std::vector<RequestState*> touched_;
     ForwardOutput output_;

@@ -19,7 +19,7 @@ double log_sum_exp(std::span<const float> x) {
     for (float v : x) m = std::max(m, v);
     if (m == kNegInf) return kNegInf;
     double sum = 0.0;
-    for (float v : x) sum += std::exp(static_cast<double>(v) - m);
+    for (float v : x) sum += std::exp(v - m);
     return m + std::log(sum);
 }
 
@@ -119,9 +119,11 @@ double Sampler::build_candidates(const SamplingParams& p) {
 
     const double inv_t = 1.0 / p.temperature;
     // min-p on the temperature-scaled distribution: keep p_i >= min_p * p_max, i.e. (l_i - l_max) / T >= log(min_p).
-    const double log_min_p = p.min_p > 0.0f ? std::log(static_cast<double>(p.min_p)) : -std::numeric_limits<double>::infinity();
+    // Tokens below the float underflow of exp() have weight 0 whatever the filters say: they are skipped too.
+    const double log_min_p = std::max(p.min_p > 0.0f ? std::log(static_cast<double>(p.min_p)) : -1e30, -103.0);
+    const float min_logit = static_cast<float>(max_logit + log_min_p * p.temperature);
     for (std::int32_t i = 0; i < vocab; ++i) {
-        if (l[i] != kNegInf && (static_cast<double>(l[i]) - max_logit) * inv_t >= log_min_p) cand_ids_.push_back(i);
+        if (l[i] >= min_logit) cand_ids_.push_back(i);
     }
     auto better = [l](std::int32_t a, std::int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); };
     if (p.top_k > 0 && p.top_k < static_cast<std::int32_t>(cand_ids_.size())) {
@@ -129,9 +131,8 @@ double Sampler::build_candidates(const SamplingParams& p) {
         cand_ids_.resize(p.top_k);
     }
     double total = 0.0;
-    for (std::int32_t i : cand_ids_) {
-        total += token_weight_[i] = static_cast<float>(std::exp((static_cast<double>(l[i]) - max_logit) * inv_t));
-    }
+    const float inv_t_f = static_cast<float>(inv_t);
+    for (std::int32_t i : cand_ids_) total += token_weight_[i] = std::exp((l[i] - max_logit) * inv_t_f);
     if (p.top_p < 1.0f) {
         // Keep the k most probable tokens for the smallest k whose mass reaches top_p * total. Found by bisecting
         // on k with nth_element (expected O(n)), not a full sort: with flat logits the nucleus can hold thousands

@@ -3,6 +3,7 @@
 // failure), cancellation, shutdown, speculative decoding, and a multi-threaded stress run with invariants checked
 // after every step and outputs compared with a page-free reference.
 #include "core/error.h"
+#include "core/parallel.h"
 #include "engine/engine.h"
 #include "engine/fake_model.h"
 #include "engine/fake_text.h"
@@ -314,6 +315,35 @@ TEST(Engine, ParallelSamplesShareThePromptAndDiffer) {
     std::int64_t decode_work = 0;
     for (int i = 0; i < 3; ++i) decode_work += static_cast<std::int64_t>(c.tokens[i].size()) - 1;
     EXPECT_EQ(prompt_work - decode_work, 70 + 2 * 6);
+}
+
+TEST(Engine, LargeVocabularySamplesInParallelWithTheSameResults) {
+    // 40 rows of 8192 logits per step cross the threshold above which sequences are sampled on several threads.
+    const int vocab = 8192;
+    const int saved_threads = num_threads();
+    set_num_threads(4);
+    FakeModel model(vocab, 256, 256, 16);
+    auto cfg = base_config();
+    cfg.scheduler.max_num_seqs = 40;
+    cfg.scheduler.max_num_batched_tokens = 2048;
+    Engine engine(cfg, model);
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    std::vector<GenerateRequest> reqs;
+    for (int i = 0; i < 40; ++i) {
+        GenerateRequest req;
+        req.prompt = prompt_of(8 + i, i);
+        req.params = sampled(500 + i, 6);
+        req.params.top_p = 0.9f;
+        req.params.logprobs = 2;
+        reqs.push_back(req);
+        handles.push_back(engine.submit(req));
+    }
+    for (int i = 0; i < 40; ++i) {
+        const Collected c = collect(*handles[i], 1);
+        EXPECT_EQ(c.tokens[0], reference(model, reqs[i].prompt, reqs[i].params, 500 + i, 0, 256));
+        EXPECT_EQ(c.logprobs[0].size(), c.tokens[0].size());
+    }
+    set_num_threads(saved_threads);
 }
 
 TEST(Engine, SameSeedSameOutputWhateverTheBatch) {
