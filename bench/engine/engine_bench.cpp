@@ -22,12 +22,24 @@
 #include <string>
 #include <thread>
 
+#include <time.h>
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using msa::testing::FakeModel;
 
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+// CPU time (microseconds) of this thread or of the whole process: on a shared machine wall time also counts the
+// time other jobs hold the cores, CPU time does not.
+double cpu_us(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+double thread_cpu_us() { return cpu_us(CLOCK_THREAD_CPUTIME_ID); }
+double process_cpu_us() { return cpu_us(CLOCK_PROCESS_CPUTIME_ID); }
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -96,13 +108,13 @@ double scheduler_decode_step_us(int concurrency, int prompt_len, bool caching) {
     std::vector<double> samples;
     for (int rep = 0; rep < 7; ++rep) {
         const int steps = 300;
-        const auto t0 = Clock::now();
+        const double t0 = thread_cpu_us();
         for (int i = 0; i < steps; ++i) {
             auto step = s.schedule();
             s.complete_step(step);
             for (auto& x : step.seqs) s.append_token(*x.seq, 3 + (i & 63));
         }
-        samples.push_back(us_since(t0) / steps);
+        samples.push_back((thread_cpu_us() - t0) / steps);
     }
     return median(samples);
 }
@@ -112,9 +124,9 @@ class TimedModel : public msa::ModelExecutor {
 public:
     explicit TimedModel(FakeModel& inner) : inner_(inner) {}
     void forward(const msa::ForwardBatch& b, const msa::ForwardOptions& o, msa::ForwardOutput& out) override {
-        const auto t0 = Clock::now();
+        const double t0 = thread_cpu_us();
         inner_.forward(b, o, out);
-        forward_us += us_since(t0);
+        forward_us += thread_cpu_us() - t0;
     }
     std::int32_t vocab_size() const override { return inner_.vocab_size(); }
     std::int32_t num_kv_pages() const override { return inner_.num_kv_pages(); }
@@ -127,7 +139,7 @@ private:
 };
 
 struct EngineRun {
-    double step_us = 0, overhead_us = 0, forward_us = 0;
+    double wall_step_us = 0, cpu_step_us = 0, overhead_us = 0, forward_us = 0;
     std::int64_t steps = 0, tokens = 0;
 };
 
@@ -166,6 +178,7 @@ EngineRun engine_steady_state(int concurrency, int vocab, int total_requests) {
         cv.notify_all();
     };
     const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_us();
     const auto stats0 = engine.stats();
     // Keep `concurrency` requests in flight from this thread.
     int next = 0;
@@ -183,14 +196,16 @@ EngineRun engine_steady_state(int concurrency, int vocab, int total_requests) {
         cv.wait(lock, [&] { return done.load() == total_requests; });
     }
     const double wall_us = us_since(t0);
+    const double process_us = process_cpu_us() - cpu0;
     const auto stats = engine.stats();
     engine.shutdown();
     EngineRun r;
     r.steps = stats.num_steps - stats0.num_steps;
     r.tokens = stats.generation_tokens;
-    r.step_us = wall_us / static_cast<double>(r.steps);
+    r.wall_step_us = wall_us / static_cast<double>(r.steps);
+    r.cpu_step_us = process_us / static_cast<double>(r.steps);
     r.forward_us = model.forward_us / static_cast<double>(r.steps);
-    r.overhead_us = r.step_us - r.forward_us;
+    r.overhead_us = r.cpu_step_us - r.forward_us;
     return r;
 }
 
@@ -221,10 +236,10 @@ double sampling_us(int vocab, const SamplingCase& c) {
     std::vector<double> samples;
     for (int rep = 0; rep < 7; ++rep) {
         const int n = 40;
-        const auto t0 = Clock::now();
+        const double t0 = thread_cpu_us();
         std::int64_t sink = 0;
         for (int i = 0; i < n; ++i) sink += sampler.sample(logits, p, history, rng, rep * n + i).token;
-        samples.push_back(us_since(t0) / n);
+        samples.push_back((thread_cpu_us() - t0) / n);
         if (sink < 0) std::puts("");
     }
     return median(samples);
@@ -235,9 +250,9 @@ double block_hash_us() {
     std::vector<double> samples;
     for (int rep = 0; rep < 7; ++rep) {
         std::vector<msa::BlockHash> hashes;
-        const auto t0 = Clock::now();
+        const double t0 = thread_cpu_us();
         msa::extend_block_hashes(tokens, 128, "", hashes);
-        samples.push_back(us_since(t0) / static_cast<double>(hashes.size()));
+        samples.push_back((thread_cpu_us() - t0) / static_cast<double>(hashes.size()));
     }
     return median(samples);
 }
@@ -261,21 +276,24 @@ int main(int argc, char** argv) {
         std::cout << fmt::format("{:<44} {:>12.2f} {}\n", figure, value, unit);
     };
 
-    add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step",
-        {{"note", "schedule + complete_step + append_token, 256 sequences decoding, prefix caching on, no model"}});
-    add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step",
-        {{"note", "as above, prefix caching off (no block hashing or publishing)"}});
+    add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step (CPU)",
+        {{"note", "schedule + complete_step + append_token for 256 sequences decoding (1000-token prompts, 128-token "
+                  "pages), prefix caching on, no model; median of 7 runs of 300 steps"}});
+    add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step (CPU)",
+        {{"note", "as above with prefix caching off (no block hashing or publishing)"}});
 
     const EngineRun e = engine_steady_state(256, 1024, 2048);
     const nlohmann::json engine_note = {
-        {"note", "engine thread, 256 requests in flight (512-token shared system prompt + 64..263 own tokens, "
-                 "64..255 output tokens), greedy over vocab 1024, events to callbacks; fake model time subtracted"},
+        {"note", "whole engine (thread, scheduler, greedy sampling over a 1024-token vocabulary, stop checks, events "
+                 "to callbacks) with 256 requests in flight: 512-token shared system prompt + 64..263 own tokens, "
+                 "64..255 output tokens, 2048 requests; process CPU time minus the fake model's forward"},
         {"steps", e.steps},
-        {"generated_tokens", e.tokens}};
-    add("engine_step_overhead_256", e.overhead_us, "us/step", engine_note);
+        {"generated_tokens", e.tokens},
+        {"wall_us_per_step", e.wall_step_us}};
+    add("engine_step_overhead_256", e.overhead_us, "us/step (CPU)", engine_note);
     add("engine_overhead_per_token_256", e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens),
-        "us/token", engine_note);
-    add("engine_fake_model_forward_256", e.forward_us, "us/step", engine_note);
+        "us/token (CPU)", engine_note);
+    add("engine_fake_model_forward_256", e.forward_us, "us/step (CPU)", engine_note);
 
     const int vocab = 200064;
     for (const SamplingCase& c : {SamplingCase{"greedy", 0.0f, 1.0f, 0, {}},
@@ -283,10 +301,15 @@ int main(int argc, char** argv) {
                                   SamplingCase{"top_k50", 0.8f, 1.0f, 50, {}},
                                   SamplingCase{"top_p0.95", 0.8f, 0.95f, 0, {}},
                                   SamplingCase{"top_p0.95_logprobs5", 0.8f, 0.95f, 0, 5}}) {
-        add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token",
-            {{"note", "one sequence, single thread"}});
+        add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token (CPU)",
+            {{"note", "one sequence, one thread, MiniMax-M3's vocabulary size; median of 7 runs of 40 tokens"}});
     }
-    add("prefix_hash_per_block", block_hash_us(), "us/block", {{"note", "SHA-256 chain over 128 int32 tokens"}});
+    add("prefix_hash_per_block", block_hash_us(), "us/block (CPU)",
+        {{"note", "SHA-256 chain over 128 int32 tokens (OpenSSL)"}});
+    add("machine_load_average", run_command("cut -d' ' -f1 /proc/loadavg").empty()
+                                    ? 0.0
+                                    : std::stod(run_command("cut -d' ' -f1 /proc/loadavg")),
+        "processes", {{"note", "1-minute load average when the run ended (context for the wall-clock figures)"}});
 
     if (!out_path.empty()) {
         std::ofstream f(out_path);

@@ -85,6 +85,10 @@ private:
     // From work_: fills cand_ids_/cand_weights_ with the tokens kept by temperature, min-p, top-k and top-p
     // (weights unnormalised, relative to the max logit); returns their total weight.
     double build_candidates(const SamplingParams& params);
+    // Shrinks cand_ids_ to its best members by (logit desc, id asc): the `limit` best ones (by_mass false, with
+    // score = the logits), or the fewest best ones whose weights sum to at least `limit` (by_mass true, with
+    // score = token_weight_; nucleus sampling). `score` must be monotone in the logit.
+    void keep_best(const float* score, bool by_mass, double limit);
     void fill_logprobs(std::span<const float> raw_logits, const SamplingParams& params, double total,
                        SampledToken& out);
 
@@ -92,12 +96,17 @@ private:
     std::vector<float> work_;
     std::vector<float> raw_;
     std::vector<float> token_weight_;  // exp((l - max) / T) of the candidates, by token id
+    std::vector<std::int32_t> bucket_count_;
+    std::vector<double> bucket_mass_;
     std::vector<std::int32_t> cand_ids_;
     std::vector<float> cand_weights_;
     std::vector<std::int32_t> order_;
 };
 
-// Index of the largest value, ties to the lowest index (greedy decoding).
+// Index of the largest value, ties to the lowest index (greedy decoding). NaN entries are never chosen unless
+// every entry is NaN (then 0).
 std::int32_t argmax(std::span<const float> values);
+// The largest value (NaN entries ignored; -inf when there is none).
+float max_value(std::span<const float> values);
 
 }  // namespace msa
