@@ -260,10 +260,12 @@ double block_hash_us() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_path;
+    std::string out_path, only;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--out" && i + 1 < argc) out_path = argv[++i];
+        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, sample, hash
     }
+    auto wanted = [&](const char* section) { return only.empty() || only == section; };
     const std::string date = run_command("date -u +%Y-%m-%dT%H:%M:%SZ");
     const std::string commit = run_command("git rev-parse --short HEAD 2>/dev/null");
     const std::string host = machine();
@@ -276,12 +278,15 @@ int main(int argc, char** argv) {
         std::cout << fmt::format("{:<44} {:>12.2f} {}\n", figure, value, unit);
     };
 
+    if (wanted("scheduler")) {
     add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step (CPU)",
         {{"note", "schedule + complete_step + append_token for 256 sequences decoding (1000-token prompts, 128-token "
                   "pages), prefix caching on, no model; median of 7 runs of 300 steps"}});
     add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step (CPU)",
         {{"note", "as above with prefix caching off (no block hashing or publishing)"}});
+    }
 
+    if (wanted("engine")) {
     const EngineRun e = engine_steady_state(256, 1024, 2048);
     const nlohmann::json engine_note = {
         {"note", "whole engine (thread, scheduler, greedy sampling over a 1024-token vocabulary, stop checks, events "
@@ -294,8 +299,10 @@ int main(int argc, char** argv) {
     add("engine_overhead_per_token_256", e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens),
         "us/token (CPU)", engine_note);
     add("engine_fake_model_forward_256", e.forward_us, "us/step (CPU)", engine_note);
+    }
 
     const int vocab = 200064;
+    for (int k = 0; k < 1 && wanted("sample"); ++k)
     for (const SamplingCase& c : {SamplingCase{"greedy", 0.0f, 1.0f, 0, {}},
                                   SamplingCase{"temperature", 0.8f, 1.0f, 0, {}},
                                   SamplingCase{"top_k50", 0.8f, 1.0f, 50, {}},
@@ -304,7 +311,7 @@ int main(int argc, char** argv) {
         add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token (CPU)",
             {{"note", "one sequence, one thread, MiniMax-M3's vocabulary size; median of 7 runs of 40 tokens"}});
     }
-    add("prefix_hash_per_block", block_hash_us(), "us/block (CPU)",
+    if (wanted("hash")) add("prefix_hash_per_block", block_hash_us(), "us/block (CPU)",
         {{"note", "SHA-256 chain over 128 int32 tokens (OpenSSL)"}});
     add("machine_load_average", run_command("cut -d' ' -f1 /proc/loadavg").empty()
                                     ? 0.0
