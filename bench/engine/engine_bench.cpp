@@ -29,7 +29,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using msa::testing::FakeModel;
 
-double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+double us_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
 
 // CPU time (microseconds) of this thread or of the whole process: on a shared machine wall time also counts the
 // time other jobs hold the cores, CPU time does not.
@@ -38,8 +40,12 @@ double cpu_us(clockid_t clock) {
     clock_gettime(clock, &ts);
     return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
-double thread_cpu_us() { return cpu_us(CLOCK_THREAD_CPUTIME_ID); }
-double process_cpu_us() { return cpu_us(CLOCK_PROCESS_CPUTIME_ID); }
+double thread_cpu_us() {
+    return cpu_us(CLOCK_THREAD_CPUTIME_ID);
+}
+double process_cpu_us() {
+    return cpu_us(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -169,7 +175,7 @@ EngineRun engine_steady_state(int concurrency, int vocab, int total_requests) {
         return r;
     };
     std::vector<std::shared_ptr<msa::RequestHandle>> handles;
-    std::function<void(msa::RequestEvent&&)> on_event = [&](msa::RequestEvent&& ev) {
+    std::function<void(msa::RequestEvent &&)> on_event = [&](msa::RequestEvent&& ev) {
         if (!ev.finished) return;
         {
             std::lock_guard lock(mu);  // no lost wake-up between the waiter's check and its sleep
@@ -266,56 +272,70 @@ int main(int argc, char** argv) {
         if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, sample, hash
     }
     auto wanted = [&](const char* section) { return only.empty() || only == section; };
-    const std::string date = run_command("date -u +%Y-%m-%dT%H:%M:%SZ");
-    const std::string commit = run_command("git rev-parse --short HEAD 2>/dev/null");
+    const std::string date = run_command("date -u +%Y-%m-%d");
+    // The measured commit; "-dirty" when tracked files other than the results differ from it.
+    std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
+    if (commit.empty()) commit = "unknown";
+    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
+             .empty()) {
+        commit += "-dirty";
+    }
     const std::string host = machine();
     nlohmann::json results = nlohmann::json::array();
     auto add = [&](const std::string& figure, double value, const std::string& unit, nlohmann::json extra = {}) {
-        nlohmann::json j = {{"figure", figure}, {"value", value},   {"unit", unit},
-                            {"date", date},     {"machine", host}, {"commit", commit}};
+        nlohmann::json j = {{"figure", "engine/" + figure},
+                            {"value", value},
+                            {"unit", unit},
+                            {"date", date},
+                            {"machine", host},
+                            {"commit", commit}};
+        if (unit.rfind("us/", 0) == 0)
+            j["statistic"] = "CPU time (wall time on a shared machine also counts other jobs)";
         for (auto& [k, v] : extra.items()) j[k] = v;
         results.push_back(j);
         std::cout << fmt::format("{:<44} {:>12.2f} {}\n", figure, value, unit);
     };
 
     if (wanted("scheduler")) {
-    add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step (CPU)",
-        {{"note", "schedule + complete_step + append_token for 256 sequences decoding (1000-token prompts, 128-token "
-                  "pages), prefix caching on, no model; median of 7 runs of 300 steps"}});
-    add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step (CPU)",
-        {{"note", "as above with prefix caching off (no block hashing or publishing)"}});
+        add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step",
+            {{"note",
+              "schedule + complete_step + append_token for 256 sequences decoding (1000-token prompts, 128-token "
+              "pages), prefix caching on, no model; median of 7 runs of 300 steps"}});
+        add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step",
+            {{"note", "as above with prefix caching off (no block hashing or publishing)"}});
     }
 
     if (wanted("engine")) {
-    const EngineRun e = engine_steady_state(256, 1024, 2048);
-    const nlohmann::json engine_note = {
-        {"note", "whole engine (thread, scheduler, greedy sampling over a 1024-token vocabulary, stop checks, events "
-                 "to callbacks) with 256 requests in flight: 512-token shared system prompt + 64..263 own tokens, "
-                 "64..255 output tokens, 2048 requests; process CPU time minus the fake model's forward"},
-        {"steps", e.steps},
-        {"generated_tokens", e.tokens},
-        {"wall_us_per_step", e.wall_step_us}};
-    add("engine_step_overhead_256", e.overhead_us, "us/step (CPU)", engine_note);
-    add("engine_overhead_per_token_256", e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens),
-        "us/token (CPU)", engine_note);
-    add("engine_fake_model_forward_256", e.forward_us, "us/step (CPU)", engine_note);
+        const EngineRun e = engine_steady_state(256, 1024, 2048);
+        const nlohmann::json engine_note = {
+            {"note",
+             "whole engine (thread, scheduler, greedy sampling over a 1024-token vocabulary, stop checks, events "
+             "to callbacks) with 256 requests in flight: 512-token shared system prompt + 64..263 own tokens, "
+             "64..255 output tokens, 2048 requests; process CPU time minus the fake model's forward"},
+            {"steps", e.steps},
+            {"generated_tokens", e.tokens},
+            {"wall_us_per_step", e.wall_step_us}};
+        add("engine_step_overhead_256", e.overhead_us, "us/step", engine_note);
+        add("engine_overhead_per_token_256",
+            e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens), "us/token", engine_note);
+        add("engine_fake_model_forward_256", e.forward_us, "us/step", engine_note);
     }
 
     const int vocab = 200064;
     for (int k = 0; k < 1 && wanted("sample"); ++k)
-    for (const SamplingCase& c : {SamplingCase{"greedy", 0.0f, 1.0f, 0, {}},
-                                  SamplingCase{"temperature", 0.8f, 1.0f, 0, {}},
-                                  SamplingCase{"top_k50", 0.8f, 1.0f, 50, {}},
-                                  SamplingCase{"top_p0.95", 0.8f, 0.95f, 0, {}},
-                                  SamplingCase{"top_p0.95_logprobs5", 0.8f, 0.95f, 0, 5}}) {
-        add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token (CPU)",
-            {{"note", "one sequence, one thread, MiniMax-M3's vocabulary size; median of 7 runs of 40 tokens"}});
-    }
-    if (wanted("hash")) add("prefix_hash_per_block", block_hash_us(), "us/block (CPU)",
-        {{"note", "SHA-256 chain over 128 int32 tokens (OpenSSL)"}});
-    add("machine_load_average", run_command("cut -d' ' -f1 /proc/loadavg").empty()
-                                    ? 0.0
-                                    : std::stod(run_command("cut -d' ' -f1 /proc/loadavg")),
+        for (const SamplingCase& c :
+             {SamplingCase{"greedy", 0.0f, 1.0f, 0, {}}, SamplingCase{"temperature", 0.8f, 1.0f, 0, {}},
+              SamplingCase{"top_k50", 0.8f, 1.0f, 50, {}}, SamplingCase{"top_p0.95", 0.8f, 0.95f, 0, {}},
+              SamplingCase{"top_p0.95_logprobs5", 0.8f, 0.95f, 0, 5}}) {
+            add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token",
+                {{"note", "one sequence, one thread, MiniMax-M3's vocabulary size; median of 7 runs of 40 tokens"}});
+        }
+    if (wanted("hash"))
+        add("prefix_hash_per_block", block_hash_us(), "us/block",
+            {{"note", "SHA-256 chain over 128 int32 tokens (OpenSSL)"}});
+    add("machine_load_average",
+        run_command("cut -d' ' -f1 /proc/loadavg").empty() ? 0.0
+                                                           : std::stod(run_command("cut -d' ' -f1 /proc/loadavg")),
         "processes", {{"note", "1-minute load average when the run ended (context for the wall-clock figures)"}});
 
     if (!out_path.empty()) {

@@ -24,7 +24,9 @@ struct BlockKey {
 };
 
 struct BlockKeyHasher {
-    std::size_t operator()(const BlockKey& k) const { return static_cast<std::size_t>(k.hi ^ (k.lo * 0x9E3779B97F4A7C15ull)); }
+    std::size_t operator()(const BlockKey& k) const {
+        return static_cast<std::size_t>(k.hi ^ (k.lo * 0x9E3779B97F4A7C15ull));
+    }
 };
 
 BlockKey block_key(const BlockHash& hash);

@@ -96,7 +96,7 @@ private:
     std::int32_t page_size_;
     bool prefix_caching_;
     std::vector<Page> pages_;
-    std::vector<PageId> free_;  // free pages, used last-in first-out
+    std::vector<PageId> free_;              // free pages, used last-in first-out
     PageId lru_head_ = -1, lru_tail_ = -1;  // head: least recently used
     std::int32_t lru_size_ = 0;
     std::unordered_map<BlockKey, PageId, BlockKeyHasher> table_;

@@ -14,10 +14,14 @@ namespace msa {
 
 const char* finish_reason_name(FinishReason reason) {
     switch (reason) {
-        case FinishReason::stop: return "stop";
-        case FinishReason::length: return "length";
-        case FinishReason::abort: return "abort";
-        case FinishReason::error: return "error";
+        case FinishReason::stop:
+            return "stop";
+        case FinishReason::length:
+            return "length";
+        case FinishReason::abort:
+            return "abort";
+        case FinishReason::error:
+            return "error";
     }
     return "error";
 }
@@ -142,8 +146,8 @@ EngineConfig with_model_defaults(EngineConfig config, const ModelExecutor& model
               s.page_size, model.page_size());
     MSA_CHECK(s.num_pages <= model.num_kv_pages(), "The engine wants {} KV pages but the model allocated only {}.",
               s.num_pages, model.num_kv_pages());
-    MSA_CHECK(s.max_model_len <= model.max_model_len(),
-              "max_model_len {} exceeds what the model supports ({}).", s.max_model_len, model.max_model_len());
+    MSA_CHECK(s.max_model_len <= model.max_model_len(), "max_model_len {} exceeds what the model supports ({}).",
+              s.max_model_len, model.max_model_len());
     for (std::int32_t id : config.eos_token_ids) {
         MSA_CHECK(id >= 0 && id < model.vocab_size(), "EOS token id {} is outside the vocabulary [0, {}).", id,
                   model.vocab_size());
@@ -162,7 +166,9 @@ void init_histograms(EngineStats& s) {
     s.decode_time = Histogram(request_latency_buckets());
 }
 
-double seconds(EngineClock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(EngineClock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
 
 bool contains(const std::vector<std::int32_t>& ids, std::int32_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -186,7 +192,9 @@ Engine::Engine(const EngineConfig& config, ModelExecutor& model, const TokenText
     thread_ = std::thread([this] { run(); });
 }
 
-Engine::~Engine() { shutdown(); }
+Engine::~Engine() {
+    shutdown();
+}
 
 void Engine::shutdown(std::chrono::milliseconds grace) {
     std::lock_guard guard(shutdown_mu_);
@@ -201,7 +209,9 @@ void Engine::shutdown(std::chrono::milliseconds grace) {
     if (thread_.joinable()) thread_.join();
 }
 
-std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request) { return submit(std::move(request), {}); }
+std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request) {
+    return submit(std::move(request), {});
+}
 
 std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCallback on_event) {
     const std::int32_t vocab = model_.vocab_size();
@@ -263,9 +273,9 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCall
     }
     if (shared_->unstarted >= config_.max_waiting_requests) {
         ++shared_->rejected;
-        throw RequestError(RequestErrorKind::queue_full, "",
-                           fmt::format("The server is overloaded: {} requests are already waiting. Retry later.",
-                                       shared_->unstarted));
+        throw RequestError(
+            RequestErrorKind::queue_full, "",
+            fmt::format("The server is overloaded: {} requests are already waiting. Retry later.", shared_->unstarted));
     }
     rs->id = shared_->next_id++;
     const std::uint64_t seed = params.seed ? *params.seed : RequestRng::mix(seed_base_ ^ rs->id);
@@ -283,7 +293,9 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCall
     return handle;
 }
 
-bool Engine::cancel(std::uint64_t request_id) { return shared_->request_cancel(request_id); }
+bool Engine::cancel(std::uint64_t request_id) {
+    return shared_->request_cancel(request_id);
+}
 
 EngineStats Engine::stats() const {
     EngineStats s;
@@ -453,7 +465,8 @@ void Engine::run_step() {
     }
     sample_in_parallel(work.size(), [&](Sampler& sampler, std::size_t i) {
         Work& w = work[i];
-        if (w.num_drafts == 0) w.sampled = sampler.sample(w.logits, w.rs->params, w.ss->history, w.ss->rng, w.ss->generated);
+        if (w.num_drafts == 0)
+            w.sampled = sampler.sample(w.logits, w.rs->params, w.ss->history, w.ss->rng, w.ss->generated);
     });
     const auto now = EngineClock::now();
     for (Work& w : work) {
@@ -552,8 +565,8 @@ void Engine::emit_token(RequestState& rs, SeqState& ss, std::int32_t token, Samp
     const bool stop_token = active && (eos || contains(p.stop_token_ids, token));
     if (text_ != nullptr) {
         std::string piece;
-        const bool skip = (stop_token && !p.include_stop_str_in_output) ||
-                          (p.skip_special_tokens && text_->is_special(token));
+        const bool skip =
+            (stop_token && !p.include_stop_str_in_output) || (p.skip_special_tokens && text_->is_special(token));
         if (!skip) ss.utf8.push(text_->token_bytes(token), piece);
         StopStringMatcher::Result r = ss.stops.push(piece, active);
         ss.delta.text += r.text;

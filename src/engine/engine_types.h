@@ -33,12 +33,12 @@ const char* finish_reason_name(FinishReason reason);
 
 // What one of the n samples produced since the previous event.
 struct SampleDelta {
-    std::int32_t index = 0;                 // which sample (0 .. n-1)
-    std::vector<std::int32_t> token_ids;    // new tokens (all of them, stop tokens included)
+    std::int32_t index = 0;               // which sample (0 .. n-1)
+    std::vector<std::int32_t> token_ids;  // new tokens (all of them, stop tokens included)
     // New text: complete UTF-8, stop strings and everything after them cut, a possible partial stop string held
     // back until resolved. Empty when the engine has no TokenTextSource.
     std::string text;
-    std::vector<SampledToken> logprobs;      // one per new token when the request asked for logprobs
+    std::vector<SampledToken> logprobs;         // one per new token when the request asked for logprobs
     std::optional<FinishReason> finish_reason;  // set on this sample's last delta
     // Why it stopped: the stop token id, or the stop string matched (vLLM's stop_reason); empty for EOS, length.
     std::variant<std::monostate, std::int32_t, std::string> stop_reason;
@@ -60,11 +60,11 @@ struct RequestTimings {
 };
 
 struct RequestEvent {
-    std::vector<SampleDelta> samples;   // the samples that progressed (or finished) in this step
-    bool finished = false;              // the request's last event: nothing follows
-    std::optional<Usage> usage;         // on the last event
+    std::vector<SampleDelta> samples;       // the samples that progressed (or finished) in this step
+    bool finished = false;                  // the request's last event: nothing follows
+    std::optional<Usage> usage;             // on the last event
     std::optional<RequestTimings> timings;  // on the last event
-    std::string error;                  // non-empty on a failed request's last event
+    std::string error;                      // non-empty on a failed request's last event
 };
 
 struct EngineStats {
@@ -75,8 +75,8 @@ struct EngineStats {
     std::int64_t prefix_cache_queries = 0;  // tokens looked up in the prefix cache
     std::int64_t prefix_cache_hits = 0;     // tokens found
     std::int64_t num_preemptions = 0;
-    std::int64_t prompt_tokens = 0;      // prompt tokens of requests that produced their first token
-    std::int64_t generation_tokens = 0;  // generated tokens
+    std::int64_t prompt_tokens = 0;           // prompt tokens of requests that produced their first token
+    std::int64_t generation_tokens = 0;       // generated tokens
     std::int64_t finished[4] = {0, 0, 0, 0};  // finished requests by FinishReason (stop, length, abort, error)
     std::int64_t num_steps = 0;
     std::int64_t num_rejected = 0;  // submissions refused because the queue was full

@@ -272,9 +272,7 @@ void Sampler::fill_logprobs(std::span<const float> raw_logits, const SamplingPar
     const std::int32_t k = *p.logprobs;
     auto from_logits = [&](std::span<const float> values) {
         const double lse = log_sum_exp(values);
-        auto lp = [&](std::int32_t t) {
-            return std::isnan(values[t]) ? kNegInf : static_cast<float>(values[t] - lse);
-        };
+        auto lp = [&](std::int32_t t) { return std::isnan(values[t]) ? kNegInf : static_cast<float>(values[t] - lse); };
         out.logprob = lp(out.token);
         top_entries(values, k, order_);
         for (std::int32_t t : order_) {
@@ -284,7 +282,8 @@ void Sampler::fill_logprobs(std::span<const float> raw_logits, const SamplingPar
     if (config_.logprobs_mode == LogprobsMode::raw) {
         // NaN logits count as -inf here too (work_ holds processed values, so sanitise a copy of the raw ones).
         raw_.resize(raw_logits.size());
-        for (std::size_t i = 0; i < raw_logits.size(); ++i) raw_[i] = std::isnan(raw_logits[i]) ? kNegInf : raw_logits[i];
+        for (std::size_t i = 0; i < raw_logits.size(); ++i)
+            raw_[i] = std::isnan(raw_logits[i]) ? kNegInf : raw_logits[i];
         from_logits(raw_);
     } else if (cand_ids_.empty()) {
         from_logits(work_);  // greedy: log-softmax of the processed logits (no temperature)
@@ -297,7 +296,8 @@ void Sampler::fill_logprobs(std::span<const float> raw_logits, const SamplingPar
         order_.resize(cand_ids_.size());
         std::iota(order_.begin(), order_.end(), 0);
         auto better = [&](std::int32_t a, std::int32_t b) {
-            return cand_weights_[a] > cand_weights_[b] || (cand_weights_[a] == cand_weights_[b] && cand_ids_[a] < cand_ids_[b]);
+            return cand_weights_[a] > cand_weights_[b] ||
+                   (cand_weights_[a] == cand_weights_[b] && cand_ids_[a] < cand_ids_[b]);
         };
         const std::int32_t n = std::min<std::int32_t>(k, static_cast<std::int32_t>(order_.size()));
         std::partial_sort(order_.begin(), order_.begin() + n, order_.end(), better);

@@ -45,8 +45,7 @@ void validate_sampling_params(const SamplingParams& p, std::int32_t vocab_size) 
         check_token_id(token, vocab_size, "logit_bias");
         check_finite(bias, "logit_bias");
         if (std::fabs(bias) > 100.0f) {
-            reject_request("logit_bias", "logit_bias values must be in [-100, 100], got {} for token {}.", bias,
-                           token);
+            reject_request("logit_bias", "logit_bias values must be in [-100, 100], got {} for token {}.", bias, token);
         }
     }
     for (const auto& s : p.stop) {

@@ -206,7 +206,8 @@ void Scheduler::preempt(Sequence& seq, ScheduledStep& step) {
 void Scheduler::register_computed_blocks(Sequence& seq) {
     if (!config_.enable_prefix_caching) return;
     const std::int32_t full = std::min(seq.num_computed, seq.num_tokens()) / config_.page_size;
-    for (std::int32_t b = seq.num_registered_blocks; b < full; ++b) blocks_.register_block(seq.pages[b], seq.block_hashes[b]);
+    for (std::int32_t b = seq.num_registered_blocks; b < full; ++b)
+        blocks_.register_block(seq.pages[b], seq.block_hashes[b]);
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
 }
 
@@ -260,8 +261,8 @@ void Scheduler::check_invariants() const {
               "scheduler: {} running sequences exceed max_num_seqs {}.", running_.size(), config_.max_num_seqs);
     std::unordered_map<PageId, std::int32_t> refs;
     for (const Sequence* seq : running_) {
-        MSA_CHECK(seq->status == SequenceStatus::running, "scheduler: sequence {}/{} in the running list is not running.",
-                  seq->request_id, seq->index);
+        MSA_CHECK(seq->status == SequenceStatus::running,
+                  "scheduler: sequence {}/{} in the running list is not running.", seq->request_id, seq->index);
         MSA_CHECK(seq->num_computed >= 0 && seq->num_computed <= seq->num_tokens(),
                   "scheduler: sequence {}/{} has {} computed of {} tokens.", seq->request_id, seq->index,
                   seq->num_computed, seq->num_tokens());
@@ -290,8 +291,10 @@ void Scheduler::check_invariants() const {
     for (PageId p = 0; p < blocks_.num_pages(); ++p) {
         auto it = refs.find(p);
         const std::int32_t expected = it == refs.end() ? 0 : it->second;
-        MSA_CHECK(blocks_.ref_count(p) == expected, "scheduler: page {} has reference count {} but {} page-table "
-                  "entries.", p, blocks_.ref_count(p), expected);
+        MSA_CHECK(blocks_.ref_count(p) == expected,
+                  "scheduler: page {} has reference count {} but {} page-table "
+                  "entries.",
+                  p, blocks_.ref_count(p), expected);
     }
 }
 

@@ -1,7 +1,7 @@
 // Block manager: page accounting, reference counts, prefix-cache lookup and LRU eviction order, chained block
 // hashes with cache_salt isolation; a RapidCheck property runs random operation sequences against a simple model.
-#include "core/error.h"
 #include "engine/block_manager.h"
+#include "core/error.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -85,8 +85,8 @@ TEST(BlockManager, AllocateReleaseAndAccounting) {
 
 TEST(BlockManager, CachedBlocksAreReusedAndEvictedLeastRecentlyUsedTailFirst) {
     BlockManager bm(6, 4, true);
-    const auto seq1 = hashes_of(iota_tokens(12), 4);        // 3 blocks
-    const auto seq2 = hashes_of(iota_tokens(8, 100), 4);    // 2 blocks
+    const auto seq1 = hashes_of(iota_tokens(12), 4);      // 3 blocks
+    const auto seq2 = hashes_of(iota_tokens(8, 100), 4);  // 2 blocks
     std::vector<PageId> p1, p2;
     ASSERT_TRUE(bm.allocate(3, p1));
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(bm.register_block(p1[i], seq1[i]));

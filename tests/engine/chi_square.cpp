@@ -68,7 +68,8 @@ ChiSquare chi_square(const std::vector<std::int64_t>& observed, const std::vecto
         ++bins;
     }
     result.degrees_of_freedom = bins - 1;
-    result.p_value = result.degrees_of_freedom > 0 ? gamma_q(result.degrees_of_freedom / 2.0, result.statistic / 2.0) : 1.0;
+    result.p_value =
+        result.degrees_of_freedom > 0 ? gamma_q(result.degrees_of_freedom / 2.0, result.statistic / 2.0) : 1.0;
     return result;
 }
 

@@ -2,9 +2,9 @@
 // conditions, text streaming, logprobs, n > 1, seeds, errors (validation, context overflow, queue full, model
 // failure), cancellation, shutdown, speculative decoding, and a multi-threaded stress run with invariants checked
 // after every step and outputs compared with a page-free reference.
+#include "engine/engine.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "engine/engine.h"
 #include "engine/fake_model.h"
 #include "engine/fake_text.h"
 #include "engine/request_error.h"
@@ -211,7 +211,8 @@ TEST(Engine, StreamsTextAndStopsAtAStopStringAcrossTokens) {
         if (!text.is_special(full[i])) so_far += piece;
     }
     ASSERT_GE(stop_token_index, 0);
-    const std::string stop = so_far.substr(so_far.size() - 1) + std::string(text.token_bytes(full[stop_token_index]).substr(0, 1));
+    const std::string stop =
+        so_far.substr(so_far.size() - 1) + std::string(text.token_bytes(full[stop_token_index]).substr(0, 1));
     req.params.stop = {stop};
     const Collected c = collect(*engine.submit(req), 1);
     EXPECT_EQ(c.finish[0], FinishReason::stop);

@@ -14,8 +14,8 @@ FakeModel::FakeModel(std::int32_t vocab_size, std::int32_t num_pages, std::int32
 }
 
 std::uint64_t FakeModel::chain(std::uint64_t previous, std::int32_t token, std::int32_t position) {
-    return RequestRng::mix(previous ^ RequestRng::mix((static_cast<std::uint64_t>(token) << 32) ^
-                                                      static_cast<std::uint32_t>(position)));
+    return RequestRng::mix(
+        previous ^ RequestRng::mix((static_cast<std::uint64_t>(token) << 32) ^ static_cast<std::uint32_t>(position)));
 }
 
 void FakeModel::logits_for_state(std::uint64_t state, float* out) const {

@@ -9,8 +9,8 @@ namespace msa::testing {
 FakeText::FakeText(std::int32_t vocab_size) {
     pieces_ = {"<eos>", "<pad>"};
     for (char c = 'a'; c <= 'z'; ++c) pieces_.emplace_back(1, c);
-    for (const char* w : {" ", "\n", "the", " the", "STOP", "ST", "OP", "!", "END", "\xE2", "\x82", "\xAC", "\xF0",
-                          "\x9F", "\x98", "\x80", "\xC3\xA9", "\xE2\x82", "</", "think", ">"}) {
+    for (const char* w : {" ",    "\n",   "the",  " the", "STOP", "ST",       "OP",       "!",  "END",   "\xE2", "\x82",
+                          "\xAC", "\xF0", "\x9F", "\x98", "\x80", "\xC3\xA9", "\xE2\x82", "</", "think", ">"}) {
         pieces_.emplace_back(w);
     }
     MSA_CHECK(static_cast<std::int32_t>(pieces_.size()) <= vocab_size, "FakeText needs a vocabulary of at least {}.",

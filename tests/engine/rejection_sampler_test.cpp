@@ -1,9 +1,9 @@
 // Speculative verification is lossless: whatever the draft distribution q, the emitted tokens are distributed as
 // the target p. Checked with chi-square tests on many independent verifications, with the acceptance rate against
 // its closed form sum_x min(p(x), q(x)), and with a negative control.
+#include "engine/rejection_sampler.h"
 #include "core/error.h"
 #include "engine/chi_square.h"
-#include "engine/rejection_sampler.h"
 #include "engine/sampler.h"
 
 #include <gtest/gtest.h>
@@ -30,7 +30,9 @@ std::vector<float> random_distribution(std::uint64_t seed, int zero_every) {
     return p;
 }
 
-std::vector<double> as_double(std::span<const float> p) { return std::vector<double>(p.begin(), p.end()); }
+std::vector<double> as_double(std::span<const float> p) {
+    return std::vector<double>(p.begin(), p.end());
+}
 
 struct Rows {
     std::vector<float> target, draft;  // (k + 1) and k rows

@@ -1,8 +1,8 @@
 // Sampler: statistical tests against distributions computed independently here (double precision, full sort),
 // plus exact checks of penalties, bias, min_tokens, greedy ties, logprobs and seeding.
+#include "engine/sampler.h"
 #include "engine/chi_square.h"
 #include "engine/request_error.h"
-#include "engine/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Scheduler: directed tests of chunked prefill, decode-first budgeting, FCFS admission, preemption, cancellation,
 // prefix-cache hits, cache_salt, n > 1 forking and speculative steps; and randomised stress runs that check every
 // invariant after every step and compare every output with a page-free reference generation.
+#include "engine/scheduler.h"
 #include "core/error.h"
 #include "engine/fake_model.h"
 #include "engine/sampler.h"
-#include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -425,8 +425,8 @@ StressResult run_stress(const std::vector<StressRequest>& reqs, const SchedulerC
                 s.finish(*l->seq);
                 l->done = true;
                 result.cancelled[{l->req, l->seq->index}] = true;
-                result.outputs[{l->req, l->seq->index}] = std::vector<std::int32_t>(
-                    l->seq->tokens.begin() + l->seq->num_prompt, l->seq->tokens.end());
+                result.outputs[{l->req, l->seq->index}] =
+                    std::vector<std::int32_t>(l->seq->tokens.begin() + l->seq->num_prompt, l->seq->tokens.end());
                 --remaining;
             }
         }
@@ -448,8 +448,9 @@ StressResult run_stress(const std::vector<StressRequest>& reqs, const SchedulerC
             const StressRequest& r = reqs[l->req];
             auto logits = std::span<const float>(out.logits).subspan(row * kVocab, kVocab);
             ++row;
-            const auto t = sampler.sample(logits, params_of(r), l->history, RequestRng(r.seed, x.seq->index),
-                                          x.seq->num_output()).token;
+            const auto t =
+                sampler.sample(logits, params_of(r), l->history, RequestRng(r.seed, x.seq->index), x.seq->num_output())
+                    .token;
             s.append_token(*x.seq, t);
             l->history.add_output(t);
             if (t == kEos || x.seq->num_output() >= r.max_tokens) {
@@ -496,7 +497,9 @@ struct StressCase {
     int max_model_len = 160;
 };
 
-void PrintTo(const StressCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const StressCase& c, std::ostream* os) {
+    *os << c.name;
+}
 
 class SchedulerStress : public ::testing::TestWithParam<StressCase> {};
 
@@ -529,16 +532,17 @@ TEST_P(SchedulerStress, InvariantsHoldAndOutputsMatchTheReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, SchedulerStress,
-    ::testing::Values(StressCase{"roomy_cached", 400, 16, 256, 16, 0, true},
-                      StressCase{"roomy_uncached", 400, 16, 256, 16, 0, false},
-                      StressCase{"tiny_pool_cached", 12, 16, 96, 8, 0, true},
-                      StressCase{"tiny_pool_uncached", 11, 16, 64, 8, 0, false},
-                      StressCase{"small_chunks", 200, 16, 40, 4, 13, true},
-                      StressCase{"one_seq_at_a_time", 40, 16, 512, 1, 0, true},
-                      StressCase{"page_128_tiny_pool", 5, 128, 256, 8, 0, true, 360, 420}),
-    [](const ::testing::TestParamInfo<StressCase>& param_info) { return std::string(param_info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Configs, SchedulerStress,
+                         ::testing::Values(StressCase{"roomy_cached", 400, 16, 256, 16, 0, true},
+                                           StressCase{"roomy_uncached", 400, 16, 256, 16, 0, false},
+                                           StressCase{"tiny_pool_cached", 12, 16, 96, 8, 0, true},
+                                           StressCase{"tiny_pool_uncached", 11, 16, 64, 8, 0, false},
+                                           StressCase{"small_chunks", 200, 16, 40, 4, 13, true},
+                                           StressCase{"one_seq_at_a_time", 40, 16, 512, 1, 0, true},
+                                           StressCase{"page_128_tiny_pool", 5, 128, 256, 8, 0, true, 360, 420}),
+                         [](const ::testing::TestParamInfo<StressCase>& param_info) {
+                             return std::string(param_info.param.name);
+                         });
 
 }  // namespace
 }  // namespace msa

@@ -1,7 +1,7 @@
 // Stop strings over streamed text: streamed output equals the text cut at the first completed stop string (a
 // reference computed on the whole text at once), and nothing that could still become a stop string leaks early.
-#include "engine/request_rng.h"
 #include "engine/stop_string_matcher.h"
+#include "engine/request_rng.h"
 
 #include <gtest/gtest.h>
 
@@ -133,7 +133,8 @@ TEST(StopStringMatcher, RandomStreamsMatchTheWholeTextReference) {
             // Only a proper prefix of some stop string is held back, and it is the longest such suffix.
             const std::string& held = m.held();
             bool is_prefix = held.empty();
-            for (const auto& stop : stops) is_prefix |= held.size() < stop.size() && stop.compare(0, held.size(), held) == 0;
+            for (const auto& stop : stops)
+                is_prefix |= held.size() < stop.size() && stop.compare(0, held.size(), held) == 0;
             ASSERT_TRUE(is_prefix) << "trial " << trial << " holds '" << held << "'";
             const std::string seen = emitted + held;
             for (std::size_t len = held.size() + 1; len <= seen.size(); ++len) {
