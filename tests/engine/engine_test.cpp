@@ -128,6 +128,15 @@ std::vector<std::int32_t> reference(const FakeModel& model, const std::vector<st
     return out;
 }
 
+// The text a whole token sequence decodes to at once (the streamed text must equal it).
+std::string text_of(const FakeText& text, const std::vector<std::int32_t>& tokens) {
+    std::string out;
+    Utf8Assembler a;
+    a.push(text.bytes_of(tokens), out);
+    a.flush(out);
+    return out;
+}
+
 std::vector<std::int32_t> prompt_of(int n, int salt) {
     std::vector<std::int32_t> t(n);
     for (int i = 0; i < n; ++i) t[i] = 2 + (i * 5 + salt * 11) % (kVocab - 2);
@@ -187,12 +196,7 @@ TEST(Engine, StreamsTextAndStopsAtAStopStringAcrossTokens) {
     const Collected plain = collect(*engine.submit(req), 1);
     ASSERT_EQ(plain.tokens[0], full);
     // The text is the UTF-8 of the token bytes (lossy for the split characters the fake vocabulary has).
-    std::string expected_text;
-    {
-        Utf8Assembler a;
-        a.push(text.bytes_of(full), expected_text);
-        a.flush(expected_text);
-    }
+    const std::string expected_text = text_of(text, full);
     EXPECT_EQ(plain.text[0], expected_text);
 
     // Pick a stop string that spans a token boundary in the second half of that text: the last character before
@@ -244,12 +248,7 @@ TEST(Engine, StopTokenIdsEosMinTokensAndMaxTokens) {
         EXPECT_EQ(c.finish[0], FinishReason::stop);
         EXPECT_EQ(std::get<std::int32_t>(c.stop_reason[0]), stop_id);
         // The stop token's text is not part of the output.
-        std::vector<std::int32_t> before(c.tokens[0].begin(), c.tokens[0].end() - 1);
-        std::string expected;
-        Utf8Assembler a;
-        a.push(text.bytes_of(before), expected);
-        a.flush(expected);
-        EXPECT_EQ(c.text[0], expected);
+        EXPECT_EQ(c.text[0], text_of(text, std::vector<std::int32_t>(c.tokens[0].begin(), c.tokens[0].end() - 1)));
     }
 
     // A huge bias makes EOS certain: generation stops at once, unless ignore_eos or min_tokens say otherwise.
@@ -536,9 +535,21 @@ TEST(Engine, ShutdownFinishesWithinTheGraceAndThenRefuses) {
     gated.allow(2);
     gated.wait_entered(3);
     std::thread stopper([&] { engine2->shutdown(); });
+    // Let the frozen step finish only once the shutdown is under way (submit refuses from then on).
+    std::vector<std::shared_ptr<RequestHandle>> probes;
+    for (;;) {
+        try {
+            probes.push_back(engine2->submit(req));
+        } catch (const RequestError& e) {
+            ASSERT_EQ(e.kind(), RequestErrorKind::shutting_down);
+            break;
+        }
+        std::this_thread::yield();
+    }
     gated.open();
     stopper.join();
     EXPECT_EQ(collect(*h2, 1).finish[0], FinishReason::abort);
+    for (auto& p : probes) EXPECT_EQ(collect(*p, 1).finish[0], FinishReason::abort);
 }
 
 TEST(Engine, CallbacksReceiveEventsOnTheEngineThread) {
@@ -721,14 +732,17 @@ TEST(Engine, ConcurrentStressMatchesTheReference) {
         std::vector<std::thread> threads;
         for (int t = 0; t < kThreads; ++t) {
             threads.emplace_back([&, t] {
-                for (Job& j : jobs[t]) {
-                    auto h = engine.submit(j.req);
-                    if (j.cancel) {
-                        h->wait_for(std::chrono::milliseconds(1));
-                        h->cancel();
+                // Everything in flight at once (the pool is far too small for it), some cancelled on the way.
+                std::vector<std::shared_ptr<RequestHandle>> handles;
+                for (Job& j : jobs[t]) handles.push_back(engine.submit(j.req));
+                for (std::size_t i = 0; i < handles.size(); ++i) {
+                    if (jobs[t][i].cancel) {
+                        handles[i]->wait_for(std::chrono::milliseconds(1));
+                        handles[i]->cancel();
                     }
-                    j.result = collect(*h, j.req.n);
                 }
+                for (std::size_t i = 0; i < handles.size(); ++i)
+                    jobs[t][i].result = collect(*handles[i], jobs[t][i].req.n);
             });
         }
         for (auto& th : threads) th.join();
