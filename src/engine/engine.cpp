@@ -67,6 +67,7 @@ struct EngineSequenceState {
 
 struct EngineRequestState {
     std::uint64_t id = 0;
+    std::string external_id;
     SamplingParams params;
     std::int32_t num_prompt = 0;
     std::int32_t max_tokens = 0;  // resolved: the request's max_tokens or what max_model_len leaves
@@ -243,6 +244,7 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCall
 
     auto rs = std::make_unique<EngineRequestState>();
     rs->params = params;
+    rs->external_id = request.external_id;
     rs->num_prompt = num_prompt;
     rs->max_tokens = params.max_tokens.value_or(max_len - num_prompt);
     if (params.min_tokens > rs->max_tokens) {
@@ -407,14 +409,21 @@ void Engine::propose_drafts() {
                                          config_.scheduler.max_model_len - seq->num_tokens() - 1});
         if (k <= 0) continue;
         ss.draft_probs.clear();
-        drafter_->propose(rs.id, seq->index, seq->tokens, k, seq->draft_tokens, ss.draft_probs);
-        if (static_cast<std::int32_t>(seq->draft_tokens.size()) > k) seq->draft_tokens.resize(k);
-        const auto n = seq->draft_tokens.size();
-        for (std::int32_t t : seq->draft_tokens) {
-            MSA_CHECK(t >= 0 && t < vocab, "The drafter proposed token {}, outside the vocabulary.", t);
+        try {
+            drafter_->propose(rs.id, seq->index, seq->tokens, k, seq->draft_tokens, ss.draft_probs);
+            if (static_cast<std::int32_t>(seq->draft_tokens.size()) > k) seq->draft_tokens.resize(k);
+            const auto n = seq->draft_tokens.size();
+            for (std::int32_t t : seq->draft_tokens) {
+                MSA_CHECK(t >= 0 && t < vocab, "the drafter proposed token {}, outside the vocabulary.", t);
+            }
+            MSA_CHECK(ss.draft_probs.empty() || ss.draft_probs.size() >= n * vocab,
+                      "the drafter returned {} draft probabilities for {} drafts.", ss.draft_probs.size(), n);
+        } catch (const std::exception& e) {
+            // Drafts are only a speed-up: without them the sequence decodes one token, with the same result.
+            MSA_LOG_WARN("request {}: speculative drafting failed, decoding without drafts: {}", rs.id, e.what());
+            seq->draft_tokens.clear();
+            ss.draft_probs.clear();
         }
-        MSA_CHECK(ss.draft_probs.empty() || ss.draft_probs.size() >= n * vocab,
-                  "The drafter returned {} draft probabilities for {} drafts.", ss.draft_probs.size(), n);
     }
 }
 
@@ -672,6 +681,9 @@ void Engine::publish(RequestState& rs) {
         shared_->live.erase(rs.id);
         if (!rs.started) --shared_->unstarted;
     }
+    MSA_LOG_DEBUG("request {} {} finished: {} prompt tokens ({} cached), {} generated, {:.3f} s{}{}", rs.id,
+                  rs.external_id, rs.usage->prompt_tokens, rs.usage->cached_tokens, rs.usage->completion_tokens,
+                  rs.timings->e2e, rs.error.empty() ? "" : ", error: ", rs.error);
     std::shared_ptr<RequestHandle> handle = rs.handle;
     requests_.erase(rs.id);  // destroys rs
     handle->push(std::move(event));

@@ -649,6 +649,28 @@ TEST(Engine, SpeculativeDecodingIsLosslessForGreedyRequests) {
     }
 }
 
+TEST(Engine, AFailingDrafterOnlyCostsSpeed) {
+    class ThrowingDrafter : public Drafter {
+    public:
+        void propose(std::uint64_t, std::int32_t, std::span<const std::int32_t>, std::int32_t,
+                     std::vector<std::int32_t>& drafts, std::vector<float>&) override {
+            drafts.push_back(1);
+            throw Error("drafter out of order");
+        }
+    } drafter;
+    FakeModel model(kVocab, 64, 256, 16);
+    auto cfg = base_config();
+    cfg.num_speculative_tokens = 2;
+    Engine engine(cfg, model, nullptr, &drafter);
+    GenerateRequest req;
+    req.prompt = prompt_of(20, 3);
+    req.params = sampled(6, 12);
+    const Collected c = collect(*engine.submit(req), 1);
+    EXPECT_TRUE(c.error.empty());
+    EXPECT_EQ(c.tokens[0], reference(model, req.prompt, req.params, 6, 0, 256));
+    EXPECT_EQ(engine.stats().spec_num_drafts, 0);
+}
+
 TEST(Engine, SpeculativeSamplingKeepsEveryInvariantUnderPressure) {
     FakeModel model(kVocab, 20, 160, 16);  // a small pool: preemption with drafts in flight
     FakeDrafter drafter(model, 0.3, true);
