@@ -10,4 +10,7 @@ namespace msa::cli {
 // A subcommand's body; returns the process exit code. Throwing msa::Error prints one line and exits with 1.
 using CommandBody = std::function<int()>;
 
+// `msa info MODEL_DIR` (info_command.cpp).
+void register_info_command(CLI::App& app, CommandBody& body);
+
 }  // namespace msa::cli
