@@ -12,6 +12,7 @@
 #pragma once
 
 #include "chat/jinja_ast.h"
+#include "chat/jinja_error.h"
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_value.h"
 

@@ -271,47 +271,155 @@ char32_t to_title(char32_t c) {
 
 namespace {
 
-template <typename F>
-std::string map_chars(std::string_view s, F f) {
-    std::string out;
-    out.reserve(s.size());
-    std::size_t pos = 0;
-    while (pos < s.size()) {
-        append_utf8(out, f(decode_at(s, pos)));
+// Python's full case mappings (Unicode SpecialCasing.txt, unconditional part) where they differ from the one-to-one
+// mappings: ß -> "SS", the Latin ligatures, İ -> "i̇", ŉ, ǰ, և. Greek iota-subscript forms are not included.
+struct SpecialCase {
+    char32_t c;
+    const char* lower;
+    const char* title;
+    const char* upper;
+};
+constexpr SpecialCase kSpecialCases[] = {
+    {0x00DF, "\xC3\x9F", "Ss", "SS"},
+    {0x0130, "i\xCC\x87", "\xC4\xB0", "\xC4\xB0"},
+    {0x0149, "\xC5\x89", "\xCA\xBCN", "\xCA\xBCN"},
+    {0x01F0, "\xC7\xB0", "J\xCC\x8C", "J\xCC\x8C"},
+    {0x0587, "\xD6\x87", "\xD4\xB5\xD6\x82", "\xD4\xB5\xD5\x92"},
+    {0xFB00, "\xEF\xAC\x80", "Ff", "FF"},
+    {0xFB01, "\xEF\xAC\x81", "Fi", "FI"},
+    {0xFB02, "\xEF\xAC\x82", "Fl", "FL"},
+    {0xFB03, "\xEF\xAC\x83", "Ffi", "FFI"},
+    {0xFB04, "\xEF\xAC\x84", "Ffl", "FFL"},
+    {0xFB05, "\xEF\xAC\x85", "St", "ST"},
+    {0xFB06, "\xEF\xAC\x86", "St", "ST"},
+};
+
+enum class Case { kLower, kTitle, kUpper };
+
+void append_case(std::string& out, char32_t c, Case which) {
+    if (c >= 0xDF) {
+        for (const auto& sc : kSpecialCases) {
+            if (sc.c == c) {
+                out += which == Case::kLower ? sc.lower : (which == Case::kTitle ? sc.title : sc.upper);
+                return;
+            }
+        }
     }
-    return out;
+    append_utf8(out, which == Case::kLower ? to_lower(c) : (which == Case::kTitle ? to_title(c) : to_upper(c)));
+}
+
+bool case_ignorable(char32_t c) {
+    if (c == '\'' || c == '.' || c == ':' || c == '^' || c == '`' || c == 0xB7 || c == 0x2019) {
+        return true;
+    }
+    if (c < 0x80) {
+        return false;
+    }
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+        case UTF8PROC_CATEGORY_MN:
+        case UTF8PROC_CATEGORY_ME:
+        case UTF8PROC_CATEGORY_CF:
+        case UTF8PROC_CATEGORY_LM:
+        case UTF8PROC_CATEGORY_SK:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Lower-cases cps[i], applying Python's final-sigma rule to capital sigma.
+void append_lower_at(std::string& out, const std::u32string& cps, std::size_t i) {
+    if (cps[i] != 0x03A3) {
+        append_case(out, cps[i], Case::kLower);
+        return;
+    }
+    bool cased_before = false;
+    for (std::size_t j = i; j-- > 0;) {
+        if (!case_ignorable(cps[j])) {
+            cased_before = is_cased(cps[j]);
+            break;
+        }
+    }
+    bool cased_after = false;
+    for (std::size_t j = i + 1; j < cps.size(); ++j) {
+        if (!case_ignorable(cps[j])) {
+            cased_after = is_cased(cps[j]);
+            break;
+        }
+    }
+    append_utf8(out, cased_before && !cased_after ? U'\u03C2' : U'\u03C3');
 }
 
 }  // namespace
 
 std::string lower(std::string_view s) {
-    return map_chars(s, to_lower);
+    if (is_ascii(s)) {
+        std::string out(s);
+        for (char& c : out) {
+            c = static_cast<char>(to_lower(static_cast<unsigned char>(c)));
+        }
+        return out;
+    }
+    const std::u32string cps = decode(s);
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < cps.size(); ++i) {
+        append_lower_at(out, cps, i);
+    }
+    return out;
 }
 
 std::string upper(std::string_view s) {
-    return map_chars(s, to_upper);
+    std::string out;
+    out.reserve(s.size());
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+        append_case(out, decode_at(s, pos), Case::kUpper);
+    }
+    return out;
 }
 
 std::string swapcase(std::string_view s) {
-    return map_chars(s, [](char32_t c) { return is_upper(c) ? to_lower(c) : (is_lower(c) ? to_upper(c) : c); });
+    const std::u32string cps = decode(s);
+    std::string out;
+    for (std::size_t i = 0; i < cps.size(); ++i) {
+        if (is_upper(cps[i])) {
+            append_lower_at(out, cps, i);
+        } else if (is_lower(cps[i])) {
+            append_case(out, cps[i], Case::kUpper);
+        } else {
+            append_utf8(out, cps[i]);
+        }
+    }
+    return out;
 }
 
 std::string capitalize(std::string_view s) {
-    bool first = true;
-    return map_chars(s, [&first](char32_t c) {
-        const char32_t r = first ? to_title(c) : to_lower(c);
-        first = false;
-        return r;
-    });
+    const std::u32string cps = decode(s);
+    std::string out;
+    for (std::size_t i = 0; i < cps.size(); ++i) {
+        if (i == 0) {
+            append_case(out, cps[i], Case::kTitle);
+        } else {
+            append_lower_at(out, cps, i);
+        }
+    }
+    return out;
 }
 
 std::string title(std::string_view s) {
+    const std::u32string cps = decode(s);
+    std::string out;
     bool previous_cased = false;
-    return map_chars(s, [&previous_cased](char32_t c) {
-        const char32_t r = previous_cased ? to_lower(c) : to_title(c);
-        previous_cased = is_cased(c);
-        return r;
-    });
+    for (std::size_t i = 0; i < cps.size(); ++i) {
+        if (previous_cased) {
+            append_lower_at(out, cps, i);
+        } else {
+            append_case(out, cps[i], Case::kTitle);
+        }
+        previous_cased = is_cased(cps[i]);
+    }
+    return out;
 }
 
 bool str_islower(std::string_view s) {

@@ -1,7 +1,8 @@
 // Python `str` semantics over UTF-8 byte strings, as the Jinja engine needs them to match Python's jinja2:
 // code-point lengths and indices, Unicode whitespace (str.isspace), case mapping, strip/split/splitlines/replace,
-// repr() quoting, and the exact text of float/int repr. Case mapping and character classes come from utf8proc;
-// Python's special-casing (e.g. "ß".upper() == "SS") is not reproduced (simple one-to-one mappings only).
+// repr() quoting, and the exact text of float/int repr. Character classes and one-to-one case mappings come from
+// utf8proc, plus Python's full mappings for ß, the Latin ligatures, İ and final sigma; the Greek iota-subscript
+// special cases are not reproduced.
 #pragma once
 
 #include <cstdint>

@@ -35,19 +35,16 @@ def run_cpp(tool, cases):
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cpp", help="path of the C++ jinja_render_tool to compare as well")
-    parser.add_argument("files", nargs="*", default=[DEFAULT_FILE])
-    args = parser.parse_args()
+def main_check(files, cpp_tool=None):
+    """Checks the case files against jinja2 (and the C++ tool when given); returns the number of disagreements."""
     os.environ["TZ"] = "UTC"
     now = datetime.fromtimestamp(NOW_UNIX, timezone.utc).replace(tzinfo=None)
     failures = 0
     total = 0
-    for path in args.files:
+    for path in files:
         with open(path, encoding="utf-8") as f:
             cases = json.load(f)
-        cpp = run_cpp(args.cpp, cases) if args.cpp else [None] * len(cases)
+        cpp = run_cpp(cpp_tool, cases) if cpp_tool else [None] * len(cases)
         for case, cpp_result in zip(cases, cpp):
             total += 1
             status, text = hf_jinja.render(case["template"], case.get("context", {}), now)
@@ -66,7 +63,15 @@ def main():
                     print(f"[c++]    {case['name']}: expected {case.get('expected')!r}, C++ gave {cpp_result}")
                     failures += 1
     print(f"{total} cases, {failures} disagreements")
-    return 1 if failures else 0
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cpp", help="path of the C++ jinja_render_tool to compare as well")
+    parser.add_argument("files", nargs="*", default=[DEFAULT_FILE])
+    args = parser.parse_args()
+    return 1 if main_check(args.files, args.cpp) else 0
 
 
 if __name__ == "__main__":
