@@ -115,10 +115,15 @@ struct Stmt {
     Body else_body;
     Signature signature;
     bool recursive = false;
+    // Names that start out undefined in the frame this statement opens (loop body, macro, caller, with, filter/set
+    // block, generation) and in a for-loop's else frame; filled by annotate_frames (jinja_symbols.h).
+    std::vector<std::string> frame_undefined;
+    std::vector<std::string> else_frame_undefined;
 };
 
 struct TemplateAst {
     Body body;
+    std::vector<std::string> frame_undefined;  // of the top-level frame
 };
 
 }  // namespace msa::jinja

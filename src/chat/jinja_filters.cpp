@@ -86,6 +86,11 @@ std::int64_t length_of(const Value& v) {
             return static_cast<std::int64_t>(v.as_list().size());
         case Value::Type::kDict:
             return static_cast<std::int64_t>(v.as_dict().size());
+        case Value::Type::kObject:
+            if (const auto n = v.as_object().length()) {
+                return *n;
+            }
+            [[fallthrough]];
         default:
             raise("object of type '{}' has no len()", python_type_name(v));
     }
@@ -251,7 +256,7 @@ Value f_first(Interpreter& interp, const Value& v, ArgReader& a) {
 
 Value f_last(Interpreter& interp, const Value& v, ArgReader& a) {
     a.done();
-    if (v.is_object()) {
+    if (v.is_object() && !v.as_object().is_reversible()) {
         raise("'{}' object is not reversible", python_type_name(v));
     }
     const List items = interp.iterate(v);
@@ -292,7 +297,13 @@ Value f_indent(Interpreter& interp, const Value& v, ArgReader& a) {
         interp.check_size(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
         indention.assign(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), ' ');
     }
-    const std::string s = to_str(v) + "\n";
+    if (v.is_undefined()) {
+        raise("{}", v.undefined_hint());
+    }
+    if (!v.is_string()) {
+        raise("unsupported operand type(s) for +=: '{}' and 'str'", python_type_name(v));  // jinja2 does s += "\n"
+    }
+    const std::string s = v.as_string() + "\n";
     const std::vector<std::string> lines = pytext::splitlines(s, false);
     std::string rv;
     auto add = [&](std::string_view piece) {
@@ -451,17 +462,18 @@ Value f_reverse(Interpreter& interp, const Value& v, ArgReader& a) {
     if (v.is_string()) {
         return slice_value(v, std::nullopt, std::nullopt, -1);
     }
-    if (v.is_object()) {
+    if (v.is_object() && !v.as_object().is_reversible()) {
+        // reversed() fails on a generator; jinja2 then reverses list(value).
         List items = interp.iterate(v);
         std::reverse(items.begin(), items.end());
         return Value::list(std::move(items));
     }
-    if (!v.is_sequence() && !v.is_dict() && !v.is_undefined()) {
+    if (!v.is_sequence() && !v.is_dict() && !v.is_undefined() && !v.is_object()) {
         raise("argument must be iterable");
     }
     List items = interp.iterate(v);
     std::reverse(items.begin(), items.end());
-    return make_generator(v.is_dict() ? "dict_reversekeyiterator" : "list_reverseiterator", std::move(items));
+    return make_generator(v.is_dict() || v.is_object() ? "dict_reverseiterator" : "list_reverseiterator", std::move(items));
 }
 
 Value f_round(Interpreter&, const Value& v, ArgReader& a) {
@@ -677,10 +689,14 @@ Value f_truncate(Interpreter&, const Value& v, ArgReader& a) {
     if (leeway < 0) {
         raise("expected leeway >= 0, got {}", leeway);
     }
-    const Value s = soft_str(v);
-    if (static_cast<std::int64_t>(pytext::length(s.as_string())) <= length + leeway) {
-        return s;
+    // jinja2 takes len() of the value as given: short lists come back unchanged, long ones fail on rsplit.
+    if (length_of(v) <= length + leeway) {
+        return v;
     }
+    if (!v.is_string()) {
+        raise("'{}' object has no attribute 'rsplit'", python_type_name(v));
+    }
+    const Value& s = v;
     const Value head = slice_value(s, std::nullopt, length - end_len, std::nullopt);
     if (killwords) {
         return Value(head.as_string() + end);
@@ -1142,10 +1158,34 @@ bool is_test_name(std::string_view name) {
     return test_table().count(name) > 0;
 }
 
-Value call_filter(Interpreter& interp, const std::string& name, const Value& input, CallArgs& args) {
-    interp.charge(1);
+namespace {
+
+// The filters jinja2 implements as generator functions: their whole body (argument checks included) runs when the
+// result is first iterated.
+bool is_lazy_filter(const std::string& name) {
+    return name == "map" || name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" ||
+           name == "items" || name == "unique" || name == "batch" || name == "slice";
+}
+
+Value eager_filter(Interpreter& interp, const std::string& name, const Value& input, CallArgs& args) {
     if (name == "map" || name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
         return higher_order_filter(interp, name, input, args);
+    }
+    const auto it = filter_table().find(name);
+    ArgReader reader(args, name);
+    return it->second(interp, input, reader);
+}
+
+}  // namespace
+
+Value call_filter(Interpreter& interp, const std::string& name, const Value& input, CallArgs& args) {
+    interp.charge(1);
+    if (is_lazy_filter(name)) {
+        Interpreter* ip = &interp;  // generators never outlive the render that made them
+        return Value::object(std::make_shared<GeneratorObject>("generator", [ip, name, input, args]() mutable {
+            Value produced = eager_filter(*ip, name, input, args);
+            return ip->iterate(produced);
+        }));
     }
     if (name == "format") {
         if (!args.positional.empty() && !args.keyword.empty()) {

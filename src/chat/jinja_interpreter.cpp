@@ -475,14 +475,25 @@ void Interpreter::assign(Scope& scope, const std::string& name, Value value, con
     }
 }
 
+std::shared_ptr<Scope> Interpreter::enter_frame(std::shared_ptr<Scope> parent,
+                                               const std::vector<std::string>& undefined) {
+    auto scope = std::make_shared<Scope>(std::move(parent));
+    for (const auto& name : undefined) {
+        scope->set(name, Value::undefined("'" + name + "' is undefined"));
+    }
+    return scope;
+}
+
 std::string Interpreter::render(const TemplateAst& ast, const Dict& context) {
-    auto root = std::make_shared<Scope>(globals_);
+    // The render context (below the globals), then the template's top-level frame.
+    auto context_scope = std::make_shared<Scope>(globals_);
     for (const auto& [key, value] : context.entries()) {
         if (!key.is_string()) {
             raise("template context keys must be strings, got {}", python_type_name(key));
         }
-        assign(*root, key.as_string(), value, root);
+        assign(*context_scope, key.as_string(), value, context_scope);
     }
+    auto root = enter_frame(context_scope, ast.frame_undefined);
     std::string out;
     exec_body(ast.body, root, out);
     return out;
@@ -566,7 +577,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
                 assign_target(s.target, eval(*s.expr, scope), scope);
                 return Flow::kNormal;
             case StmtKind::kSetBlock: {
-                auto inner = std::make_shared<Scope>(scope);
+                auto inner = enter_frame(scope, s.frame_undefined);
                 std::string buf;
                 exec_body(s.body, inner, buf);
                 Value v(std::move(buf));
@@ -577,7 +588,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
                 return Flow::kNormal;
             }
             case StmtKind::kMacro: {
-                auto macro = std::make_shared<MacroObject>(s.text, &s.signature, &s.body, scope);
+                auto macro = std::make_shared<MacroObject>(s.text, &s, scope);
                 assign(*scope, s.text, Value::object(macro), scope);
                 return Flow::kNormal;
             }
@@ -585,7 +596,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
                 exec_call_block(s, scope, out);
                 return Flow::kNormal;
             case StmtKind::kFilterBlock: {
-                auto inner = std::make_shared<Scope>(scope);
+                auto inner = enter_frame(scope, s.frame_undefined);
                 std::string buf;
                 exec_body(s.body, inner, buf);
                 append_output(out, to_str(apply_chain(*this, *s.expr, Value(std::move(buf)), scope, eval_args_fn)));
@@ -596,7 +607,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
                 for (const auto& v : s.values) {
                     values.push_back(eval(*v, scope));
                 }
-                auto inner = std::make_shared<Scope>(scope);
+                auto inner = enter_frame(scope, s.frame_undefined);
                 for (std::size_t i = 0; i < s.targets.size(); ++i) {
                     assign_target(s.targets[i], values[i], inner);
                 }
@@ -607,7 +618,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const std::shared_ptr<Scope>&
             case StmtKind::kContinue:
                 return Flow::kContinue;
             case StmtKind::kScope: {
-                auto inner = std::make_shared<Scope>(scope);
+                auto inner = enter_frame(scope, s.frame_undefined);
                 exec_body(s.body, inner, out);
                 return Flow::kNormal;
             }
@@ -640,7 +651,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
         items = std::move(kept);
     }
     if (items.empty()) {
-        auto inner = std::make_shared<Scope>(scope);
+        auto inner = enter_frame(scope, s.else_frame_undefined);
         return exec_body(s.else_body, inner, out);
     }
     const std::size_t n = items.size();
@@ -650,7 +661,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
     for (std::size_t i = 0; i < n; ++i) {
         charge(1);
         loop->set_index(i);
-        auto iteration = std::make_shared<Scope>(scope);
+        auto iteration = enter_frame(scope, s.frame_undefined);
         assign_target(s.target, loop->items()[i], iteration);
         iteration->set("loop", loop_value);
         if (s.recursive) {
@@ -664,7 +675,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
 }
 
 void Interpreter::exec_call_block(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out) {
-    auto caller = std::make_shared<MacroObject>("caller", &s.signature, &s.body, scope);
+    auto caller = std::make_shared<MacroObject>("caller", &s, scope);
     const Value caller_value = Value::object(caller);
     append_output(out, to_str(eval_call(*s.expr, scope, &caller_value)));
 }
@@ -854,20 +865,19 @@ Value Interpreter::eval_compare(const Expr& e, const std::shared_ptr<Scope>& sco
 }
 
 Value Interpreter::eval_slice(const Value& target, const Expr& slice, const std::shared_ptr<Scope>& scope) {
+    // jinja2 compiles x[a:b:c] to a plain Python subscript (not environment.getitem), so a type that cannot be
+    // sliced is an error rather than an undefined value.
     std::optional<std::int64_t> parts[3];
-    for (int i = 0; i < 3; ++i) {
-        if (!slice.items[static_cast<std::size_t>(i)]) {
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (!slice.items[i]) {
             continue;
         }
-        const Value v = eval(*slice.items[static_cast<std::size_t>(i)], scope);
+        const Value v = eval(*slice.items[i], scope);
         if (v.is_none()) {
             continue;
         }
         if (!v.is_integral()) {
-            if (target.is_undefined()) {
-                raise_undefined(target);
-            }
-            return Value::undefined(fmt::format("{} has no element slice", object_type_repr(target)));
+            raise("slice indices must be integers or None or have an __index__ method");
         }
         parts[i] = v.as_int();
     }
@@ -877,7 +887,10 @@ Value Interpreter::eval_slice(const Value& target, const Expr& slice, const std:
     if (target.is_string() || target.is_sequence()) {
         return slice_value(target, parts[0], parts[1], parts[2]);
     }
-    return Value::undefined(fmt::format("{} has no element slice", object_type_repr(target)));
+    if (target.is_dict()) {
+        raise("unhashable type: 'slice'");
+    }
+    raise("'{}' object is not subscriptable", python_type_name(target));
 }
 
 CallArgs Interpreter::eval_args(const ArgExprs& args, const std::shared_ptr<Scope>& scope) {

@@ -70,6 +70,8 @@ public:
     Value call(const Value& callee, CallArgs& args);
     Value apply_filter(const std::string& name, const Value& input, CallArgs& args);
     bool apply_test(const std::string& name, const Value& input, CallArgs& args);
+    // A new scope for a frame of the template, with the names jinja2 declares undefined on entry (jinja_symbols.h).
+    static std::shared_ptr<Scope> enter_frame(std::shared_ptr<Scope> parent, const std::vector<std::string>& undefined);
     // Runs a macro or caller body in `scope` and returns its output.
     std::string render_body(const Body& body, const std::shared_ptr<Scope>& scope);
     // Runs one recursive-loop level (loop(items)) and returns its output.

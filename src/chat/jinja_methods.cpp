@@ -333,6 +333,7 @@ Value sequence_method(Interpreter& interp, const Value& receiver, const std::str
 Value dict_method(Interpreter& interp, const Value& receiver, const std::string& name, CallArgs& args) {
     const Dict& d = receiver.as_dict();
     ArgReader a(args, "dict." + name);
+    (void)interp;
     if (name == "get") {
         const Value key = a.required(0, "key");
         const Value fallback = a.get(1, "default", Value::none());
@@ -342,17 +343,9 @@ Value dict_method(Interpreter& interp, const Value& receiver, const std::string&
     }
     if (name == "items" || name == "keys" || name == "values") {
         a.done();
-        interp.charge(d.size());
-        List out;
-        out.reserve(d.size());
-        for (const auto& [k, v] : d.entries()) {
-            if (name == "items") {
-                out.push_back(Value::tuple({k, v}));
-            } else {
-                out.push_back(name == "keys" ? k : v);
-            }
-        }
-        return Value::list(std::move(out));
+        const auto kind = name == "items" ? DictViewObject::Kind::kItems
+                                          : (name == "keys" ? DictViewObject::Kind::kKeys : DictViewObject::Kind::kValues);
+        return Value::object(std::make_shared<DictViewObject>(kind, receiver));
     }
     if (name == "copy") {
         a.done();

@@ -122,7 +122,7 @@ Value MacroObject::get_attr(std::string_view name) {
 
 Value MacroObject::call(Interpreter& interp, CallArgs& args) {
     const Interpreter::CallDepth depth(interp);
-    auto scope = std::make_shared<Scope>(closure_);
+    auto scope = Interpreter::enter_frame(closure_, definition_->frame_undefined);
     const auto& params = signature_->params;
     const std::size_t first_default = params.size() - signature_->defaults.size();
     std::vector<bool> bound(params.size(), false);
@@ -185,7 +185,7 @@ Value MacroObject::call(Interpreter& interp, CallArgs& args) {
     if (signature_->uses_caller) {
         interp.assign(*scope, "caller", caller, scope);
     }
-    return Value(interp.render_body(*body_, scope));
+    return Value(interp.render_body(definition_->body, scope));
 }
 
 // ---- bound method ---------------------------------------------------------------------------------------------
@@ -201,9 +201,44 @@ Value BoundMethod::call(Interpreter& interp, CallArgs& args) {
 // ---- generator ------------------------------------------------------------------------------------------------
 
 List GeneratorObject::iterate() {
+    if (producer_) {
+        Producer produce = std::move(producer_);
+        producer_ = nullptr;
+        items_ = produce();
+    }
     List rest(items_.begin() + static_cast<std::ptrdiff_t>(next_), items_.end());
     next_ = items_.size();
     return rest;
+}
+
+// ---- dict views -----------------------------------------------------------------------------------------------
+
+std::string DictViewObject::type_name() const {
+    switch (kind_) {
+        case Kind::kKeys:
+            return "dict_keys";
+        case Kind::kValues:
+            return "dict_values";
+        default:
+            return "dict_items";
+    }
+}
+
+std::string DictViewObject::repr() const {
+    List items;
+    for (const auto& [k, v] : dict_.as_dict().entries()) {
+        items.push_back(kind_ == Kind::kKeys ? k : (kind_ == Kind::kValues ? v : Value::tuple({k, v})));
+    }
+    return type_name() + "(" + to_repr(Value::list(std::move(items))) + ")";
+}
+
+List DictViewObject::iterate() {
+    List items;
+    items.reserve(dict_.as_dict().size());
+    for (const auto& [k, v] : dict_.as_dict().entries()) {
+        items.push_back(kind_ == Kind::kKeys ? k : (kind_ == Kind::kValues ? v : Value::tuple({k, v})));
+    }
+    return items;
 }
 
 // ---- cycler / joiner --------------------------------------------------------------------------------------------

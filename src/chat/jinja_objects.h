@@ -55,8 +55,10 @@ private:
 // A macro ({% macro %}) or the caller of a call block.
 class MacroObject : public Object {
 public:
-    MacroObject(std::string name, const Signature* signature, const Body* body, std::shared_ptr<Scope> closure)
-        : name_(std::move(name)), signature_(signature), body_(body), closure_(std::move(closure)) {}
+    // `definition` is the {% macro %} or {% call %} statement (signature, body, frame symbols).
+    MacroObject(std::string name, const Stmt* definition, std::shared_ptr<Scope> closure)
+        : name_(std::move(name)), definition_(definition), signature_(&definition->signature),
+          closure_(std::move(closure)) {}
     std::string type_name() const override { return "Macro"; }
     std::string repr() const override { return "<Macro '" + name_ + "'>"; }
     Value get_attr(std::string_view name) override;
@@ -66,8 +68,8 @@ public:
 
 private:
     std::string name_;
+    const Stmt* definition_;
     const Signature* signature_;
-    const Body* body_;
     std::shared_ptr<Scope> closure_;
 };
 
@@ -100,21 +102,46 @@ private:
     std::string name_;
 };
 
-// One-shot iterator (generator, reversed(), dict.items() iterator in jinja2's filters): always truthy, has no
-// length, and yields its items once.
+// One-shot iterator (what jinja2's map/select/items/unique/... filters and reversed() return): always truthy, has
+// no length, and yields its items once. A lazy generator computes its items on first iteration, so that, as in
+// jinja2, a filter applied to the wrong type only fails when its result is iterated.
 class GeneratorObject : public Object {
 public:
+    using Producer = std::function<List()>;
     GeneratorObject(std::string type, List items) : type_(std::move(type)), items_(std::move(items)) {}
+    GeneratorObject(std::string type, Producer producer) : type_(std::move(type)), producer_(std::move(producer)) {}
     std::string type_name() const override { return type_; }
     std::string repr() const override { return "<" + type_ + " object>"; }
     bool is_iterable() const override { return true; }
     List iterate() override;
-    void clear() override { items_.clear(); }
+    void clear() override {
+        items_.clear();
+        producer_ = nullptr;
+    }
 
 private:
     std::string type_;
     List items_;
+    Producer producer_;
     std::size_t next_ = 0;
+};
+
+// dict.keys() / .values() / .items(): iterable any number of times, has a length, not subscriptable.
+class DictViewObject : public Object {
+public:
+    enum class Kind : std::uint8_t { kKeys, kValues, kItems };
+    DictViewObject(Kind kind, Value dict) : kind_(kind), dict_(std::move(dict)) {}
+    std::string type_name() const override;
+    std::string repr() const override;
+    bool truthy() const override { return !dict_.as_dict().empty(); }
+    std::optional<std::int64_t> length() const override { return static_cast<std::int64_t>(dict_.as_dict().size()); }
+    bool is_iterable() const override { return true; }
+    bool is_reversible() const override { return true; }
+    List iterate() override;
+
+private:
+    Kind kind_;
+    Value dict_;
 };
 
 // cycler(*items): .next(), .current, .reset().

@@ -2,6 +2,7 @@
 
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_error.h"
+#include "chat/jinja_symbols.h"
 
 #include <set>
 #include <utility>
@@ -1116,6 +1117,7 @@ private:
 TemplateAst parse_template(std::string_view source) {
     TemplateAst ast = Parser(tokenize(source)).parse();
     NameValidator().body(ast.body, false);
+    annotate_frames(ast);
     return ast;
 }
 

@@ -186,7 +186,7 @@ bool Value::truthy() const {
         case Type::kDict:
             return !as_dict().empty();
         case Type::kObject:
-            return true;
+            return as_object().truthy();
     }
     return false;
 }

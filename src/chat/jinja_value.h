@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -125,8 +126,13 @@ public:
     virtual Value get_attr(std::string_view name);
     virtual bool is_callable() const { return false; }
     virtual Value call(Interpreter& interp, CallArgs& args);
-    // Iteration (generators, loop objects); false when the object is not iterable.
+    // Python truthiness (bool()) and len(); nullopt when the object has no length.
+    virtual bool truthy() const { return true; }
+    virtual std::optional<std::int64_t> length() const { return std::nullopt; }
+    // Iteration (generators, loop objects, dict views); false when the object is not iterable.
     virtual bool is_iterable() const { return false; }
+    // True when reversed() works on it (dict views).
+    virtual bool is_reversible() const { return false; }
     // Drains the remaining items (one-shot iterators are consumed).
     virtual List iterate();
     // True when a mapping (`is mapping`).
