@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""Write the parity goldens the C++ tests read (format: tools/reference/README.md, section "Golden files").
+
+  /usr/bin/python3 tools/reference/gen_parity_goldens.py                 # all CI presets -> tests/reference/goldens
+  /usr/bin/python3 tools/reference/gen_parity_goldens.py --presets tiny-mix --out /tmp/goldens
+  /usr/bin/python3 tools/reference/gen_parity_goldens.py --model DIR --name mine --out /tmp/goldens  # any checkpoint
+
+For every preset: generate its checkpoint (deterministic, SHA-256 recorded), run the reference in float64 (the golden
+values) and in float32 (to measure the reference's own float32 noise and to choose well-conditioned test positions)
+for each run of RUNS, and write logits, selected blocks and 64-step greedy continuations.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from gen_checkpoint import generate  # noqa: E402
+from msaref.checkpoint import load_model  # noqa: E402
+from msaref.model import Runtime  # noqa: E402
+from msaref.presets import CI_PRESETS, _splitmix64  # noqa: E402
+from msaref.runner import run  # noqa: E402
+
+FORMAT_VERSION = 1
+RUNS = [  # (mode, kv dtype, top-k method)
+    ("exact", "nvfp4", "keyed"), ("q8kv4", "nvfp4", "keyed"),
+    ("exact", "fp8", "keyed"), ("q8kv4", "fp8", "keyed"),
+    ("exact", "bf16", "keyed"), ("q8kv4", "bf16", "keyed"),
+    ("exact", "nvfp4", "float"),
+]
+PROMPT_LENGTHS = (2400, 1500, 600)
+N_GREEDY = 64
+POSITIONS_PER_SEQ = 4
+DECODE_STEPS = (0, N_GREEDY - 2)  # logits recorded at the positions of greedy tokens 0 and 62
+# A candidate position becomes a test position when the float32 reference agrees with the float64 one within this
+# relative error and selects the same blocks there in every MSA layer (no near-tie decision at that token).
+CHOOSE_THRESHOLD = {"exact": 2e-5, "q8kv4": 5e-4}
+
+
+def make_prompts(vocab: int, lengths=PROMPT_LENGTHS, seed: int = 1701):
+    """Deterministic token ids in [3, vocab) (0-2 are left to special tokens); the second half of each prompt repeats
+    a span of its first half, so that attention has something to find."""
+    prompts = []
+    for s, L in enumerate(lengths):
+        off = int.from_bytes(hashlib.sha256(f"prompt:{seed}:{s}".encode()).digest()[:8], "little")
+        with np.errstate(over="ignore"):
+            z = _splitmix64(np.arange(L, dtype=np.uint64) + np.uint64(off))
+        ids = (z % np.uint64(vocab - 3)).astype(np.int64) + 3
+        span = min(200, L // 4)
+        ids[L // 2:L // 2 + span] = ids[L // 8:L // 8 + span]
+        prompts.append(ids.tolist())
+    return prompts
+
+
+def rel_err(a: torch.Tensor, ref: torch.Tensor) -> float:
+    """max |a - ref| / max |ref| over one logits row."""
+    return float((a.double() - ref.double()).abs().max() / ref.double().abs().max())
+
+
+def candidates(L: int):
+    c = [L - 1, 2048, 2049, 512, 128, 127, 1023, 2047, 255, 0, 1]
+    out = []
+    for p in c:
+        if 0 <= p < L and p not in out:
+            out.append(p)
+    return out
+
+
+def run_pair(m64, m32, prompts, rt, msa_layers):
+    r64 = run(m64, prompts, rt, N_GREEDY, record_layers=msa_layers)
+    r32 = run(m32, prompts, rt, N_GREEDY, record_layers=msa_layers)
+    return r64, r32
+
+
+def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layers, topk: int, block: int):
+    os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+    S = len(prompts)
+    # statistics of the float32 reference against the float64 one, over every prefill position
+    errs, errs_clean, sel_rows_diff, sel_rows = [], [], 0, 0
+    flipped = set()
+    for (li, si, p), v64 in r64.selections.items():
+        v32 = r32.selections[(li, si, p)]
+        sel_rows += v64[0].shape[0]
+        diff = (torch.sort(v64[0], -1).values != torch.sort(v32[0], -1).values).any(-1)
+        sel_rows_diff += int(diff.sum())
+        if bool(diff.any()):
+            flipped.add((si, p))
+    for (si, p), l64 in r64.logits.items():
+        if p >= len(prompts[si]):
+            continue
+        e = rel_err(r32.logits[(si, p)], l64)
+        errs.append(e)
+        if (si, p) not in flipped:
+            errs_clean.append(e)
+    errs_t = torch.tensor(errs, dtype=torch.float64)
+    clean_t = torch.tensor(errs_clean, dtype=torch.float64)
+
+    def ok(si, p):
+        if (si, p) in flipped or (si, p) not in r32.logits:
+            return False
+        return rel_err(r32.logits[(si, p)], r64.logits[(si, p)]) <= CHOOSE_THRESHOLD[rt.mode]
+
+    rows = []
+    for si in range(S):
+        L = len(prompts[si])
+        chosen = [p for p in candidates(L) if ok(si, p)][:POSITIONS_PER_SEQ]
+        agree = 0
+        while agree < N_GREEDY and r64.greedy[si][agree] == r32.greedy[si][agree]:
+            agree += 1
+        for p in sorted(chosen):
+            rows.append({"seq": si, "pos": p, "phase": "prefill"})
+        for s in DECODE_STEPS:
+            p = L + s
+            if s < agree and ok(si, p):
+                rows.append({"seq": si, "pos": p, "phase": "decode"})
+    logits = np.stack([r64.logits[(r["seq"], r["pos"])].numpy().astype("<f4") for r in rows])
+    for r in rows:
+        r["ref_fp32_rel_err"] = float(f"{rel_err(r32.logits[(r['seq'], r['pos'])], r64.logits[(r['seq'], r['pos'])]):.3g}")
+    logits.tofile(os.path.join(out_dir, name, "logits.bin"))
+    sel_rows_out, scores = [], []
+    for r in rows:
+        for li in msa_layers:
+            sel, bs = r64.selections[(li, r["seq"], r["pos"])]
+            local = r["pos"] // block
+            n_hist = local if local + 1 > topk else 0  # history scores only where a ranking happened
+            for g in range(sel.shape[0]):
+                row = sel[g].tolist()
+                sel_rows_out.append({"layer": li, "seq": r["seq"], "pos": r["pos"], "group": g, "sel": row,
+                                     "scores_offset": len(scores), "n_hist": n_hist})
+                scores.extend(bs[g, :n_hist].double().tolist())
+    np.array(scores, dtype="<f4").tofile(os.path.join(out_dir, name, "block_scores.bin"))
+    greedy_agree = []
+    for si in range(S):
+        a = 0
+        while a < N_GREEDY and r64.greedy[si][a] == r32.greedy[si][a]:
+            a += 1
+        greedy_agree.append(a)
+    meta = {
+        "mode": rt.mode, "kv_dtype": rt.kv_dtype, "topk_method": rt.topk_method, "compute": "float64",
+        "logits": {"file": "logits.bin", "dtype": "float32", "shape": [len(rows), int(logits.shape[1])],
+                   "rows": rows},
+        "selections": {"scores_file": "block_scores.bin", "scores_dtype": "float32", "rows": sel_rows_out},
+        "greedy": {"tokens": r64.greedy, "margins": [[float(f"{m:.4g}") for m in ms] for ms in r64.margins],
+                   "fp32_reference_agrees_for_steps": greedy_agree},
+        "reference_fp32_vs_fp64": {
+            "positions": len(errs), "positions_with_selection_flip": len(flipped),
+            "selection_rows_differing": sel_rows_diff, "selection_rows": sel_rows,
+            "rel_err_median": float(f"{errs_t.median():.3g}"), "rel_err_p99": float(f"{errs_t.quantile(0.99):.3g}"),
+            "rel_err_max": float(f"{errs_t.max():.3g}"),
+            "rel_err_max_without_flipped_positions": float(f"{clean_t.max():.3g}") if len(clean_t) else None},
+        "seconds": {"prefill_fp64": round(r64.prefill_s, 2), "prefill_fp32": round(r32.prefill_s, 2),
+                    "decode_fp32_per_step": round(r32.decode_s / max(1, N_GREEDY - 1), 4)},
+    }
+    with open(os.path.join(out_dir, name, "run.json"), "w") as f:
+        json.dump(meta, f, separators=(",", ":"))
+        f.write("\n")
+    return meta
+
+
+def golden_for(model_dir: str, out_dir: str, name: str, hashes: dict, command: str, runs=RUNS, log=print):
+    torch.manual_seed(0)
+    m64, cfg = load_model(model_dir, dtype=torch.float64)
+    m32, _ = load_model(model_dir, dtype=torch.float32)
+    prompts = make_prompts(cfg.vocab_size)
+    msa_layers = [i for i, m in enumerate(cfg.msa_layers) if m]
+    pdir = os.path.join(out_dir, name)
+    if os.path.isdir(pdir):
+        shutil.rmtree(pdir)
+    os.makedirs(pdir)
+    manifest = {"format_version": FORMAT_VERSION, "name": name, "command": command, "checkpoint_sha256": hashes,
+                "block_size": cfg.block_size, "topk_blocks": cfg.topk_blocks, "vocab_size": cfg.vocab_size,
+                "msa_layers": msa_layers, "prompts": prompts, "n_greedy": N_GREEDY, "runs": [], "summary": {}}
+    results = {}
+    for mode, kv, method in runs:
+        rname = f"{mode}-{kv}-{method}"
+        rt = Runtime(mode=mode, kv_dtype=kv, topk_method=method)
+        t = time.time()
+        r64, r32 = run_pair(m64, m32, prompts, rt, msa_layers)
+        meta = write_run(pdir, rname, prompts, rt, r64, r32, msa_layers, cfg.topk_blocks, cfg.block_size)
+        results[rname] = r64
+        manifest["runs"].append(rname)
+        log(f"{name}/{rname}: {len(meta['logits']['rows'])} logit rows, fp32-vs-fp64 "
+            f"{meta['reference_fp32_vs_fp64']}, {time.time() - t:.0f}s")
+    # exact vs q8kv4 (float64 both), over every prefill position, per KV dtype
+    for kv in ("nvfp4", "fp8", "bf16"):
+        a, b = results.get(f"exact-{kv}-keyed"), results.get(f"q8kv4-{kv}-keyed")
+        if a is None or b is None:
+            continue
+        e = torch.tensor([rel_err(b.logits[k], a.logits[k]) for k in a.logits
+                          if k[1] < len(prompts[k[0]])], dtype=torch.float64)
+        manifest["summary"][f"q8kv4_vs_exact_{kv}"] = {"rel_err_median": float(f"{e.median():.3g}"),
+                                                       "rel_err_p99": float(f"{e.quantile(0.99):.3g}"),
+                                                       "rel_err_max": float(f"{e.max():.3g}")}
+    for kv in ("fp8", "bf16"):
+        a, b = results.get("exact-bf16-keyed"), results.get(f"exact-{kv}-keyed" if kv != "bf16" else "exact-nvfp4-keyed")
+        if a is None or b is None:
+            continue
+        e = torch.tensor([rel_err(b.logits[k], a.logits[k]) for k in a.logits
+                          if k[1] < len(prompts[k[0]])], dtype=torch.float64)
+        other = kv if kv != "bf16" else "nvfp4"
+        manifest["summary"][f"exact_{other}_vs_exact_bf16_kv"] = {"rel_err_median": float(f"{e.median():.3g}"),
+                                                                   "rel_err_max": float(f"{e.max():.3g}")}
+    with open(os.path.join(pdir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", default=",".join(CI_PRESETS))
+    ap.add_argument("--model", help="a checkpoint directory instead of presets (needs --name)")
+    ap.add_argument("--name")
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "reference", "goldens"))
+    ap.add_argument("--runs", help="comma-separated subset of run names, e.g. exact-bf16-keyed")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave torch's default)")
+    a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    runs = RUNS
+    if a.runs:
+        want = set(a.runs.split(","))
+        runs = [r for r in RUNS if f"{r[0]}-{r[1]}-{r[2]}" in want]
+    out = os.path.abspath(a.out)
+    try:
+        commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    if a.model:
+        if not a.name:
+            ap.error("--model needs --name")
+        golden_for(a.model, out, a.name, {}, f"gen_parity_goldens.py --model {a.model} --name {a.name}", runs)
+        return
+    for p in a.presets.split(","):
+        tmp = tempfile.mkdtemp(prefix=f"msaref-{p}-")
+        try:
+            hashes = generate(tmp, p)
+            golden_for(tmp, out, p, hashes, f"tools/reference/gen_parity_goldens.py --presets {p} (at {commit})", runs)
+        finally:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
