@@ -189,6 +189,8 @@ def encode_linear(name: str, w: torch.Tensor, fmt: str, scale_2: float | None = 
         return [(name, "BF16", fm.float_to_bf16_bits(w))]
     if fmt == "f32":
         return [(name, "F32", w.float().numpy())]
+    if fmt == "f16":
+        return [(name, "F16", w.float().numpy().astype(np.float16))]
     if fmt == "mxfp8":
         q = fm.mxfp8_quantize(w.double())
         return [(name, "F8_E4M3", q.codes.numpy()), (base + ".weight_scale_inv", "U8", q.exponents.numpy())]
@@ -204,11 +206,13 @@ def encode_linear(name: str, w: torch.Tensor, fmt: str, scale_2: float | None = 
 
 def write_checkpoint(out_dir: str, config: dict, cfg: ModelConfig, value_of, fmt_of, *, share_w13_scale2=True,
                      scale2_shape=(), input_scale: float | None = None, alt_bias_name: bool = False,
-                     extra_tensors=(), shard_bytes: int = 1 << 30, generation_config: dict | None = None):
+                     extra_tensors=(), shard_bytes: int = 1 << 30, generation_config: dict | None = None,
+                     scale2_of=None):
     """Write a checkpoint directory in the real layout.
     value_of(ParamSpec) -> float tensor; fmt_of(ParamSpec) -> "bf16" | "f32" | "mxfp8" | "nvfp4" for linears.
     Norms, embeddings and lm_head are BF16 (lm_head may be quantised through fmt_of), router gate and bias FP32.
-    NVFP4 experts: w1/w3 share one weight_scale_2 (max of their amax / 2688) when share_w13_scale2."""
+    NVFP4 experts: w1/w3 share one weight_scale_2 (max of their amax / 2688) when share_w13_scale2; scale2_of(spec)
+    (optional) returns a weight_scale_2 to use instead (e.g. the one a loaded model carries)."""
     wrapped = "text_config" in config
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
@@ -234,8 +238,8 @@ def write_checkpoint(out_dir: str, config: dict, cfg: ModelConfig, value_of, fmt
         else:  # linear, lm_head
             fmt = fmt_of(sp) if sp.kind == "linear" else (fmt_of(sp) or "bf16")
             w = value_of(sp)
-            s2 = None
-            if fmt == "nvfp4" and share_w13_scale2 and (sp.key.endswith(".w1.weight") or
+            s2 = scale2_of(sp) if (scale2_of is not None and fmt == "nvfp4") else None
+            if s2 is None and fmt == "nvfp4" and share_w13_scale2 and (sp.key.endswith(".w1.weight") or
                                                          sp.key.endswith(".w3.weight")):
                 # M3.1's recipe: one global scale for FC1 (w1 and w3); w1 comes first, w3 right after it.
                 if sp.key.endswith(".w1.weight"):
@@ -245,7 +249,7 @@ def write_checkpoint(out_dir: str, config: dict, cfg: ModelConfig, value_of, fmt
                     s2 = fm.nvfp4_weight_global_scale(amax)
                     pending_w1[w3key] = (s2, w3)
                 else:
-                    s2, w = pending_w1.pop(sp.key)
+                    s2, w = pending_w1.pop(sp.key, (None, w))
             if scale2_shape == (1,) and fmt == "nvfp4":
                 for n, dt, arr in encode_linear(name, w, fmt, s2, input_scale):
                     wr.add(n, dt, arr.reshape(1) if n.endswith("weight_scale_2") else arr)
@@ -266,3 +270,8 @@ def model_value_of(model: MiniMaxM3ForCausalLM):
 def model_fmt_of(model: MiniMaxM3ForCausalLM):
     mods = dict(model.named_modules())
     return lambda sp: mods[sp.key[:-len(".weight")]].fmt
+
+
+def model_scale2_of(model: MiniMaxM3ForCausalLM):
+    mods = dict(model.named_modules())
+    return lambda sp: mods[sp.key[:-len(".weight")]].nvfp4_scale_2

@@ -111,8 +111,9 @@ class Rotary:
         self.inv_freq = torch.tensor([theta ** (-(2.0 * i) / rotary_dim) for i in range(half)], dtype=torch.float64)
 
     def cos_sin(self, pos: torch.Tensor, dtype):
+        """cos/sin as float32 values (also in float64 compute, where they are then widened exactly)."""
         ang = pos.to(torch.float64).unsqueeze(-1) * self.inv_freq.to(pos.device)
-        return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+        return torch.cos(ang).to(torch.float32).to(dtype), torch.sin(ang).to(torch.float32).to(dtype)
 
     def apply(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """x [N, H, D], cos/sin [N, rotary_dim/2]."""

@@ -163,7 +163,7 @@ class Checkpoint:
 # ---------------------------------------------------------------------------------------------------------------
 def _as_storage(dtype: str, arr: np.ndarray) -> np.ndarray:
     want = STORAGE[dtype]
-    a = np.ascontiguousarray(arr)
+    a = np.asarray(arr, order="C")  # (np.ascontiguousarray would turn a 0-d array into shape [1])
     if a.dtype.itemsize != want.itemsize or (a.dtype.kind != want.kind and not (
             dtype in ("BF16", "F8_E4M3", "F8_E5M2") and a.dtype.kind in "ui")):
         raise SafetensorsError(f"array of dtype {a.dtype} cannot be stored as {dtype}")

@@ -1,5 +1,6 @@
 """Number formats against independent expectations: code tables built bit by bit from the format definitions,
 brute-force nearest-value rounding with exact rationals, numpy's float16 and struct's float32, hand-worked blocks."""
+import functools
 import math
 import random
 import struct
@@ -18,6 +19,7 @@ def fp32(x: float) -> float:
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+@functools.lru_cache(maxsize=None)
 def table_values(fmt):
     """Sorted non-negative finite values of an 8/4-bit format, from the bit layout (independent of formats.py)."""
     if fmt == "e4m3":
