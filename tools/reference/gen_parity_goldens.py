@@ -12,6 +12,7 @@ for each run of RUNS, and write logits, selected blocks and 64-step greedy conti
 import argparse
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -42,9 +43,16 @@ PROMPT_LENGTHS = (2400, 1500, 600)
 N_GREEDY = 64
 POSITIONS_PER_SEQ = 4
 DECODE_STEPS = (0, N_GREEDY - 2)  # logits recorded at the positions of greedy tokens 0 and 62
-# A candidate position becomes a test position when the float32 reference agrees with the float64 one within this
-# relative error and selects the same blocks there in every MSA layer (no near-tie decision at that token).
+# A candidate position becomes a test position when no discrete decision taken for that token is close to a tie,
+# so that another correct float32 implementation takes the same decisions there:
+# - the float32 reference agrees with the float64 one within CHOOSE_THRESHOLD (relative error of the logits row) and
+#   selects the same blocks in every MSA layer;
+# - in every MoE layer the last chosen and first unchosen biased router scores differ by >= ROUTE_MARGIN;
+# - in every MSA layer and group that ranks history blocks, the (k-1)-th and k-th best block scores differ by
+#   >= SEL_MARGIN times the row's score range (max - min; one keyed step is range / 65534).
 CHOOSE_THRESHOLD = {"exact": 2e-5, "q8kv4": 5e-4}
+ROUTE_MARGIN = {"exact": 1e-4, "q8kv4": 1e-3}
+SEL_MARGIN = {"exact": 1e-4, "q8kv4": 3e-3}
 
 
 def make_prompts(vocab: int, lengths=PROMPT_LENGTHS, seed: int = 1701):
@@ -68,7 +76,8 @@ def rel_err(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def candidates(L: int):
-    c = [L - 1, 2048, 2049, 512, 128, 127, 1023, 2047, 255, 0, 1]
+    c = [L - 1, L - 2, 2048, 2049, 2100, 2200, 2300, 512, 128, 127, 1023, 1500, 2047, 255, 0, 1, 700, 900, 1200,
+         L - 5, L - 10, 1800, 1900, 2000]
     out = []
     for p in c:
         if 0 <= p < L and p not in out:
@@ -76,10 +85,36 @@ def candidates(L: int):
     return out
 
 
-def run_pair(m64, m32, prompts, rt, msa_layers):
-    r64 = run(m64, prompts, rt, N_GREEDY, record_layers=msa_layers)
-    r32 = run(m32, prompts, rt, N_GREEDY, record_layers=msa_layers)
+def run_pair(m64, m32, prompts, rt, layers):
+    r64 = run(m64, prompts, rt, N_GREEDY, record_layers=layers)
+    r32 = run(m32, prompts, rt, N_GREEDY, record_layers=layers)
     return r64, r32
+
+
+def selection_margin(r, si, p, msa_layers, topk):
+    """Smallest gap between the (k-1)-th and k-th best history block scores, relative to the row's range."""
+    m = math.inf
+    for li in msa_layers:
+        sel, bs = r.selections[(li, si, p)]
+        for g in range(bs.shape[0]):
+            valid = [b for b in sel[g].tolist() if b >= 0]
+            local = valid[-1]
+            if local + 1 <= topk:
+                continue
+            v = torch.sort(bs[g, :local].double(), descending=True).values
+            rng = float(v[0] - v[-1])
+            if rng > 0:
+                m = min(m, float(v[topk - 2] - v[topk - 1]) / rng)
+    return m
+
+
+def routing_margin(r, si, p):
+    vals = [v for (li, s, q), v in r.routing.items() if s == si and q == p]
+    return min(vals) if vals else math.inf
+
+
+def _num(x: float):
+    return None if math.isinf(x) else float(f"{x:.3g}")
 
 
 def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layers, topk: int, block: int):
@@ -108,7 +143,9 @@ def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layer
     def ok(si, p):
         if (si, p) in flipped or (si, p) not in r32.logits:
             return False
-        return rel_err(r32.logits[(si, p)], r64.logits[(si, p)]) <= CHOOSE_THRESHOLD[rt.mode]
+        return (rel_err(r32.logits[(si, p)], r64.logits[(si, p)]) <= CHOOSE_THRESHOLD[rt.mode]
+                and routing_margin(r64, si, p) >= ROUTE_MARGIN[rt.mode]
+                and selection_margin(r64, si, p, msa_layers, topk) >= SEL_MARGIN[rt.mode])
 
     rows = []
     for si in range(S):
@@ -125,7 +162,10 @@ def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layer
                 rows.append({"seq": si, "pos": p, "phase": "decode"})
     logits = np.stack([r64.logits[(r["seq"], r["pos"])].numpy().astype("<f4") for r in rows])
     for r in rows:
-        r["ref_fp32_rel_err"] = float(f"{rel_err(r32.logits[(r['seq'], r['pos'])], r64.logits[(r['seq'], r['pos'])]):.3g}")
+        k = (r["seq"], r["pos"])
+        r["ref_fp32_rel_err"] = float(f"{rel_err(r32.logits[k], r64.logits[k]):.3g}")
+        r["routing_margin"] = _num(routing_margin(r64, *k))
+        r["selection_margin"] = _num(selection_margin(r64, *k, msa_layers, topk))
     logits.tofile(os.path.join(out_dir, name, "logits.bin"))
     sel_rows_out, scores = [], []
     for r in rows:
@@ -179,13 +219,14 @@ def golden_for(model_dir: str, out_dir: str, name: str, hashes: dict, command: s
     os.makedirs(pdir)
     manifest = {"format_version": FORMAT_VERSION, "name": name, "command": command, "checkpoint_sha256": hashes,
                 "block_size": cfg.block_size, "topk_blocks": cfg.topk_blocks, "vocab_size": cfg.vocab_size,
+                "moe_activation_quant": cfg.moe_activation_quant,
                 "msa_layers": msa_layers, "prompts": prompts, "n_greedy": N_GREEDY, "runs": [], "summary": {}}
     results = {}
     for mode, kv, method in runs:
         rname = f"{mode}-{kv}-{method}"
         rt = Runtime(mode=mode, kv_dtype=kv, topk_method=method)
         t = time.time()
-        r64, r32 = run_pair(m64, m32, prompts, rt, msa_layers)
+        r64, r32 = run_pair(m64, m32, prompts, rt, range(cfg.num_layers))
         meta = write_run(pdir, rname, prompts, rt, r64, r32, msa_layers, cfg.topk_blocks, cfg.block_size)
         results[rname] = r64
         manifest["runs"].append(rname)
@@ -201,15 +242,14 @@ def golden_for(model_dir: str, out_dir: str, name: str, hashes: dict, command: s
         manifest["summary"][f"q8kv4_vs_exact_{kv}"] = {"rel_err_median": float(f"{e.median():.3g}"),
                                                        "rel_err_p99": float(f"{e.quantile(0.99):.3g}"),
                                                        "rel_err_max": float(f"{e.max():.3g}")}
-    for kv in ("fp8", "bf16"):
-        a, b = results.get("exact-bf16-keyed"), results.get(f"exact-{kv}-keyed" if kv != "bf16" else "exact-nvfp4-keyed")
+    for kv in ("fp8", "nvfp4"):  # quantised KV against BF16 KV (exact mode, float64)
+        a, b = results.get("exact-bf16-keyed"), results.get(f"exact-{kv}-keyed")
         if a is None or b is None:
             continue
         e = torch.tensor([rel_err(b.logits[k], a.logits[k]) for k in a.logits
                           if k[1] < len(prompts[k[0]])], dtype=torch.float64)
-        other = kv if kv != "bf16" else "nvfp4"
-        manifest["summary"][f"exact_{other}_vs_exact_bf16_kv"] = {"rel_err_median": float(f"{e.median():.3g}"),
-                                                                   "rel_err_max": float(f"{e.max():.3g}")}
+        manifest["summary"][f"exact_{kv}_vs_exact_bf16_kv"] = {"rel_err_median": float(f"{e.median():.3g}"),
+                                                               "rel_err_max": float(f"{e.max():.3g}")}
     with open(os.path.join(pdir, "manifest.json"), "w") as f:
         json.dump(manifest, f, separators=(",", ":"))
         f.write("\n")

@@ -207,12 +207,13 @@ def encode_linear(name: str, w: torch.Tensor, fmt: str, scale_2: float | None = 
 def write_checkpoint(out_dir: str, config: dict, cfg: ModelConfig, value_of, fmt_of, *, share_w13_scale2=True,
                      scale2_shape=(), input_scale: float | None = None, alt_bias_name: bool = False,
                      extra_tensors=(), shard_bytes: int = 1 << 30, generation_config: dict | None = None,
-                     scale2_of=None):
+                     scale2_of=None, lm_head_fmt: str = "bf16"):
     """Write a checkpoint directory in the real layout.
     value_of(ParamSpec) -> float tensor; fmt_of(ParamSpec) -> "bf16" | "f32" | "mxfp8" | "nvfp4" for linears.
     Norms, embeddings and lm_head are BF16 (lm_head may be quantised through fmt_of), router gate and bias FP32.
     NVFP4 experts: w1/w3 share one weight_scale_2 (max of their amax / 2688) when share_w13_scale2; scale2_of(spec)
-    (optional) returns a weight_scale_2 to use instead (e.g. the one a loaded model carries)."""
+    (optional) returns a weight_scale_2 to use instead (e.g. the one a loaded model carries). lm_head is written in
+    lm_head_fmt (BF16 as in the real checkpoints unless asked otherwise)."""
     wrapped = "text_config" in config
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
@@ -236,7 +237,7 @@ def write_checkpoint(out_dir: str, config: dict, cfg: ModelConfig, value_of, fmt
                 name = name.replace("e_score_correction_bias", "gate.e_score_correction_bias")
             wr.add(name, "F32", value_of(sp).float().numpy())
         else:  # linear, lm_head
-            fmt = fmt_of(sp) if sp.kind == "linear" else (fmt_of(sp) or "bf16")
+            fmt = fmt_of(sp) if sp.kind == "linear" else lm_head_fmt
             w = value_of(sp)
             s2 = scale2_of(sp) if (scale2_of is not None and fmt == "nvfp4") else None
             if s2 is None and fmt == "nvfp4" and share_w13_scale2 and (sp.key.endswith(".w1.weight") or

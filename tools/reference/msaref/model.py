@@ -187,7 +187,11 @@ class MoE(nn.Module):
         logits = F.linear(x, self.gate.weight)
         s = torch.sigmoid(logits)
         choice = s + self.e_score_correction_bias if self.use_bias else s
-        ids = torch.sort(choice.detach(), dim=-1, descending=True, stable=True).indices[:, :self.top_k]
+        srt = torch.sort(choice.detach(), dim=-1, descending=True, stable=True)
+        ids = srt.indices[:, :self.top_k]
+        # gap between the last chosen and the first unchosen biased score (how close the choice is to a tie)
+        self.last_margin = (srt.values[:, self.top_k - 1] - srt.values[:, self.top_k]
+                            if self.top_k < srt.values.shape[1] else torch.full_like(srt.values[:, 0], math.inf))
         w = s.gather(-1, ids)
         w = w / w.sum(-1, keepdim=True) * self.rsf
         return ids, w
@@ -310,6 +314,8 @@ class StepResult:
     taps: dict = field(default_factory=dict)       # layer -> per sequence [q_len, hidden] residual after the layer
     selections: dict = field(default_factory=dict)  # layer -> per sequence {"sel": [q_len, G, k], "block_scores":
     #                                                  [G, q_len, NB], "pos": [q_len]}
+    routing: dict = field(default_factory=dict)     # MoE layer -> per sequence [q_len] routing margin (recorded
+    #                                                  layers only): last chosen minus first unchosen biased score
 
 
 class MiniMaxM3ForCausalLM(nn.Module):
@@ -388,6 +394,9 @@ class MiniMaxM3ForCausalLM(nn.Module):
             x = layer.ffn(h, rt)
             if li in taps:
                 res.taps[li] = [x[offs[i]:offs[i + 1]].clone() for i in range(len(states))]
+            if li in record_layers and layer.is_moe:
+                mg = layer.block_sparse_moe.last_margin
+                res.routing[li] = [mg[offs[i]:offs[i + 1]] for i in range(len(states))]
         for st, ts in zip(states, tokens):
             st.tokens.extend(int(t) for t in ts)
         if logits == "all":

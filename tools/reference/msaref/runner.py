@@ -24,6 +24,7 @@ def argmax_with_margin(logits: torch.Tensor):
 class RunResult:
     logits: dict = field(default_factory=dict)      # (seq, pos) -> [V] logits after feeding the token at pos
     selections: dict = field(default_factory=dict)  # (layer, seq, pos) -> (sel [G, k], block scores [G, NB])
+    routing: dict = field(default_factory=dict)     # (layer, seq, pos) -> MoE routing margin (recorded layers)
     taps: dict = field(default_factory=dict)        # (layer, seq) -> [n, hidden] residual after the layer (prefill)
     greedy: list = field(default_factory=list)      # per seq: the greedy tokens
     margins: list = field(default_factory=list)     # per seq: top1 - top2 logit of each greedy pick
@@ -78,3 +79,24 @@ def _collect(res: RunResult, r, starts, keep):
             for i, p in enumerate(rec["pos"].tolist()):
                 if keep(si, p):
                     res.selections[(li, si, p)] = (rec["sel"][i], rec["block_scores"][:, i])
+    for li, per_seq in r.routing.items():
+        for si, mg in enumerate(per_seq):
+            for i in range(mg.shape[0]):
+                if keep(si, starts[si] + i):
+                    res.routing[(li, si, starts[si] + i)] = float(mg[i])
+
+
+def score(model: MiniMaxM3ForCausalLM, tokens: list, rt: Runtime, chunk: int = 512):
+    """Per-token log-probabilities of tokens[1:] given their prefixes, through the inference path (KV cache,
+    chunked prefill of `chunk` tokens). Returns a list of len(tokens) - 1 floats (natural log)."""
+    st = model.new_sequence(rt)
+    out = []
+    for s in range(0, len(tokens), chunk):
+        piece = tokens[s:s + chunk]
+        lg = model.step([st], [piece], rt).logits[0].double()
+        lp = torch.log_softmax(lg, dim=-1)
+        for i in range(len(piece)):
+            j = s + i + 1
+            if j < len(tokens):
+                out.append(float(lp[i, tokens[j]]))
+    return out

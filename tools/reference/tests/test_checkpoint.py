@@ -43,7 +43,7 @@ def expected_values(preset_name, cfg, p):
         v = val(sp)
         if sp.kind in ("router", "router_bias"):
             out[sp.key] = v
-        elif sp.kind in ("embed", "norm"):
+        elif sp.kind in ("embed", "norm", "lm_head"):
             out[sp.key] = fm.bf16(v)
         else:
             fmt = p["fmt_of"](sp)
@@ -77,6 +77,7 @@ def test_generate_load_export_round_trip(tmp_path, preset):
     assert len({ck.where[n] for n in names}) > 1  # really sharded
     # dtypes as model.md sections 3, 4 and 7 describe
     assert ck.info(pre + "model.norm.weight").dtype == "BF16"
+    assert ck.info(pre + "lm_head.weight").dtype == "BF16" and ck.info(pre + "model.embed_tokens.weight").dtype == "BF16"
     for n in names:
         i = ck.info(n)
         if n.endswith("block_sparse_moe.gate.weight"):

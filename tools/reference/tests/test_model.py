@@ -244,3 +244,13 @@ def test_config_errors():
     cfg["text_config"]["sparse_attention_config"]["use_sparse_attention"] = False
     assert not any(parse_config(cfg).msa_layers)
     assert parse_config(base).kv_cache_quant_algo == "nvfp4"
+
+
+def test_score_matches_one_prefill(model32):
+    from msaref.runner import score
+    toks = prompt(70, seed=12)
+    rt = Runtime()
+    lps = score(model32, toks, rt, chunk=16)  # chunked prefill through the cache
+    lg = model32.step([model32.new_sequence(rt)], [toks], rt).logits[0].double().log_softmax(-1)
+    want = [float(lg[i, toks[i + 1]]) for i in range(len(toks) - 1)]
+    assert max(abs(a - b) for a, b in zip(lps, want)) < 1e-4
