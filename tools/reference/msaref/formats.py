@@ -131,33 +131,33 @@ def e2m1_encode(y: torch.Tensor) -> torch.Tensor:
 
 
 # --- 8-bit codes -------------------------------------------------------------------------------------------------
-def e4m3_code_values(dtype=torch.float64) -> torch.Tensor:
-    """Value of each of the 256 E4M3 (float8_e4m3fn) codes; 0x7F and 0xFF are NaN."""
+def _code_values(ebits: int, mbits: int, ieee: bool, dtype) -> torch.Tensor:
+    """Values of the 2^(1+ebits+mbits) codes of a small float with bias 2^(ebits-1) - 1. ieee: the top exponent holds
+    inf (mantissa 0) and NaN; otherwise (the "fn" variant) only the all-ones code is NaN."""
+    bias, top = (1 << (ebits - 1)) - 1, (1 << ebits) - 1
     vals = []
-    for c in range(256):
-        s, e, m = c >> 7, (c >> 3) & 15, c & 7
-        if e == 15 and m == 7:
+    for c in range(1 << (1 + ebits + mbits)):
+        s, e, m = c >> (ebits + mbits), (c >> mbits) & top, c & ((1 << mbits) - 1)
+        if ieee and e == top:
+            v = math.inf if m == 0 else math.nan
+        elif not ieee and e == top and m == (1 << mbits) - 1:
             v = math.nan
         elif e == 0:
-            v = m / 8.0 * 2.0 ** -6
+            v = m / (1 << mbits) * 2.0 ** (1 - bias)
         else:
-            v = (1.0 + m / 8.0) * 2.0 ** (e - 7)
+            v = (1.0 + m / (1 << mbits)) * 2.0 ** (e - bias)
         vals.append(-v if s else v)
     return torch.tensor(vals, dtype=dtype)
+
+
+def e4m3_code_values(dtype=torch.float64) -> torch.Tensor:
+    """Value of each of the 256 E4M3 (float8_e4m3fn) codes; 0x7F and 0xFF are NaN."""
+    return _code_values(4, 3, False, dtype)
 
 
 def e5m2_code_values(dtype=torch.float64) -> torch.Tensor:
-    vals = []
-    for c in range(256):
-        s, e, m = c >> 7, (c >> 2) & 31, c & 3
-        if e == 31:
-            v = math.inf if m == 0 else math.nan
-        elif e == 0:
-            v = m / 4.0 * 2.0 ** -14
-        else:
-            v = (1.0 + m / 4.0) * 2.0 ** (e - 15)
-        vals.append(-v if s else v)
-    return torch.tensor(vals, dtype=dtype)
+    """Value of each of the 256 E5M2 codes (IEEE-like: inf and NaN in the top exponent)."""
+    return _code_values(5, 2, True, dtype)
 
 
 _TABLES: dict = {}
