@@ -113,6 +113,16 @@ def routing_margin(r, si, p):
     return min(vals) if vals else math.inf
 
 
+def prompt_logprobs(r, prompts):
+    """Per prompt: log p(prompt[p + 1] | prompt[: p + 1]) for p = 0 .. L-2, in float64."""
+    out = []
+    for si, pr in enumerate(prompts):
+        lg = torch.stack([r.logits[(si, p)] for p in range(len(pr) - 1)]).double()
+        lp = torch.log_softmax(lg, dim=-1).gather(1, torch.tensor(pr[1:]).unsqueeze(1)).squeeze(1)
+        out.append(lp.numpy())
+    return out
+
+
 def _num(x: float):
     return None if math.isinf(x) else float(f"{x:.3g}")
 
@@ -179,6 +189,12 @@ def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layer
                                      "scores_offset": len(scores), "n_hist": n_hist})
                 scores.extend(bs[g, :n_hist].double().tolist())
     np.array(scores, dtype="<f4").tofile(os.path.join(out_dir, name, "block_scores.bin"))
+    # log-probabilities of every prompt token given its prefix (what `msa score` reports), and perplexities
+    lp64, lp32 = prompt_logprobs(r64, prompts), prompt_logprobs(r32, prompts)
+    np.concatenate(lp64).astype("<f4").tofile(os.path.join(out_dir, name, "logprobs.bin"))
+    ppl64 = [math.exp(-float(np.mean(x))) for x in lp64]
+    ppl32 = [math.exp(-float(np.mean(x))) for x in lp32]
+    dlp = np.abs(np.concatenate(lp64) - np.concatenate(lp32))
     greedy_agree = []
     for si in range(S):
         a = 0
@@ -190,6 +206,11 @@ def write_run(out_dir: str, name: str, prompts, rt: Runtime, r64, r32, msa_layer
         "logits": {"file": "logits.bin", "dtype": "float32", "shape": [len(rows), int(logits.shape[1])],
                    "rows": rows},
         "selections": {"scores_file": "block_scores.bin", "scores_dtype": "float32", "rows": sel_rows_out},
+        "logprobs": {"file": "logprobs.bin", "dtype": "float32", "counts": [len(x) for x in lp64],
+                     "perplexity": [float(f"{v:.7g}") for v in ppl64],
+                     "perplexity_fp32_reference": [float(f"{v:.7g}") for v in ppl32],
+                     "fp32_reference_abs_diff_median": float(f"{np.median(dlp):.3g}"),
+                     "fp32_reference_abs_diff_max": float(f"{dlp.max():.3g}")},
         "greedy": {"tokens": r64.greedy, "margins": [[float(f"{m:.4g}") for m in ms] for ms in r64.margins],
                    "fp32_reference_agrees_for_steps": greedy_agree},
         "reference_fp32_vs_fp64": {
@@ -255,6 +276,39 @@ def golden_for(model_dir: str, out_dir: str, name: str, hashes: dict, command: s
         f.write("\n")
 
 
+def write_summary(out_dir: str):
+    """SUMMARY.md: what the goldens hold and the reference's own float32-vs-float64 differences per run."""
+    lines = ["# Parity goldens: summary", "",
+             "Written by `tools/reference/gen_parity_goldens.py`; format in `tools/reference/README.md`.",
+             "Relative error of a logits row = max |a - b| / max |b|; statistics over every prompt position "
+             "(4500 per run) of the reference run in float32 against the golden float64 run.", "",
+             "| preset | run | logit rows | selection rows | fp32 vs fp64: median | p99 | max | max without own "
+             "selection flip | positions with a selection flip | perplexity fp32/fp64 - 1 (max over prompts) | "
+             "prefill s (fp32, 3 prompts) | decode s/step |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    extra = []
+    for p in sorted(os.listdir(out_dir)):
+        mp = os.path.join(out_dir, p, "manifest.json")
+        if not os.path.exists(mp):
+            continue
+        man = json.load(open(mp))
+        for rn in man["runs"]:
+            meta = json.load(open(os.path.join(out_dir, p, rn, "run.json")))
+            st, sec = meta["reference_fp32_vs_fp64"], meta["seconds"]
+            lpm = meta["logprobs"]
+            pd = max(abs(a / b - 1) for a, b in zip(lpm["perplexity_fp32_reference"], lpm["perplexity"]))
+            lines.append(f"| {p} | {rn} | {len(meta['logits']['rows'])} | {len(meta['selections']['rows'])} | "
+                         f"{st['rel_err_median']:.2g} | {st['rel_err_p99']:.2g} | {st['rel_err_max']:.2g} | "
+                         f"{st['rel_err_max_without_flipped_positions']:.2g} | {st['positions_with_selection_flip']} | "
+                         f"{pd:.2g} | {sec['prefill_fp32']} | {sec['decode_fp32_per_step']} |")
+        for k, v in man["summary"].items():
+            extra.append(f"| {p} | {k} | " + " | ".join(f"{a} {b:.2g}" for a, b in v.items()) + " |")
+    lines += ["", "Differences between runs (float64, every prompt position):", "", "| preset | comparison | values |",
+              "|---|---|---|"] + extra
+    with open(os.path.join(out_dir, "SUMMARY.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presets", default=",".join(CI_PRESETS))
@@ -263,6 +317,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "reference", "goldens"))
     ap.add_argument("--runs", help="comma-separated subset of run names, e.g. exact-bf16-keyed")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave torch's default)")
+    ap.add_argument("--summary-only", action="store_true", help="only rewrite SUMMARY.md from existing goldens")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -271,6 +326,9 @@ def main():
         want = set(a.runs.split(","))
         runs = [r for r in RUNS if f"{r[0]}-{r[1]}-{r[2]}" in want]
     out = os.path.abspath(a.out)
+    if a.summary_only:
+        write_summary(out)
+        return
     try:
         commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
@@ -288,6 +346,7 @@ def main():
             golden_for(tmp, out, p, hashes, f"tools/reference/gen_parity_goldens.py --presets {p} (at {commit})", runs)
         finally:
             shutil.rmtree(tmp)
+    write_summary(out)
 
 
 if __name__ == "__main__":
