@@ -313,29 +313,31 @@ void BpeModel::merge(std::vector<TokenId>& symbols) const {
 
 void BpeModel::tokenize(std::string_view piece, bool byte_level, std::vector<TokenId>& out) const {
     if (piece.empty()) return;
+    // The result depends on the piece alone, so it is cached whichever way it is found below. Pieces up to
+    // kMaxKeyBytes are cached; longer ones are rare and cost little more to redo than to look up.
+    const bool cacheable = piece.size() <= PieceCache::kMaxKeyBytes;
+    PieceCache* cache = cacheable ? &PieceCache::for_model(serial_) : nullptr;
+    if (cache != nullptr && cache->find(piece, out)) return;
+    thread_local std::vector<TokenId> symbols;
+    symbols.clear();
+    std::optional<TokenId> whole;
     if (ignore_merges_) {
         // A piece that is a whole vocabulary entry is taken as is.
         if (byte_level) {
             thread_local std::string mapped;
             mapped.clear();
             byte_level::append_mapped(mapped, piece);
-            if (const auto id = token_to_id(mapped)) {
-                out.push_back(*id);
-                return;
-            }
-        } else if (const auto id = token_to_id(piece)) {
-            out.push_back(*id);
-            return;
+            whole = token_to_id(mapped);
+        } else {
+            whole = token_to_id(piece);
         }
     }
-    // Pieces up to kMaxKeyBytes are cached; longer ones are rare and cost little more to redo than to look up.
-    const bool cacheable = piece.size() <= PieceCache::kMaxKeyBytes;
-    PieceCache* cache = cacheable ? &PieceCache::for_model(serial_) : nullptr;
-    if (cache != nullptr && cache->find(piece, out)) return;
-    thread_local std::vector<TokenId> symbols;
-    symbols.clear();
-    initial_symbols(piece, byte_level, symbols);
-    merge(symbols);
+    if (whole) {
+        symbols.push_back(*whole);
+    } else {
+        initial_symbols(piece, byte_level, symbols);
+        merge(symbols);
+    }
     out.insert(out.end(), symbols.begin(), symbols.end());
     if (cache != nullptr) cache->insert(piece, symbols.data(), symbols.size());
 }

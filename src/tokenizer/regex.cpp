@@ -418,13 +418,10 @@ Regex& Regex::operator=(Regex&& other) noexcept {
 Regex::~Regex() { pcre2_code_free(code_); }
 
 bool Regex::find(std::string_view text, std::size_t start, std::size_t& match_begin, std::size_t& match_end) const {
-    if (fast_ != FastPattern::kNone && start < text.size()) {
-        const std::size_t end = fast_match_at(fast_, text, start);
-        if (end != kFastMatchUnknown) {
-            match_begin = start;
-            match_end = end;
-            return true;
-        }
+    if (fast_ != FastPattern::kNone) {
+        const FastResult result = fast_find(fast_, text, start, match_begin, match_end);
+        if (result == FastResult::kMatch) return true;
+        if (result == FastResult::kNoMatch) return false;
     }
     ThreadMatchState& state = thread_match_state();
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());

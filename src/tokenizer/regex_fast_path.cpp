@@ -25,6 +25,11 @@ constexpr std::array<std::uint8_t, 256> make_classes() {
 }
 constexpr std::array<std::uint8_t, 256> kClasses = make_classes();
 
+// ASCII punctuation and symbols (all of them are \p{P} or \p{S}); the other "other" bytes are controls.
+bool is_ascii_punctuation(char c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
+}
+
 class Scanner {
 public:
     explicit Scanner(std::string_view text) : text_(text) {}
@@ -124,25 +129,93 @@ std::size_t match_gpt2(const Scanner& s, std::size_t p) {
     return whitespace(s, p, false);
 }
 
+// DeepSeek-V3's word split at p: the end of the match, p when no alternative matches at p, or unknown.
+std::size_t match_deepseek(const Scanner& s, std::size_t p) {
+    const std::uint8_t c = s.at(p);
+    const bool punctuation = c == kOther && is_ascii_punctuation(s.byte(p));
+    // [!"#...~][A-Za-z]+ (ASCII letters only, so non-ASCII simply ends the run)
+    if (punctuation && s.at(p + 1) == kLetter) {
+        std::size_t i = p + 1;
+        while (s.at(i) == kLetter) ++i;
+        return i;
+    }
+    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ (ASCII has no marks)
+    if (c == kLetter) return s.run(p, kLetter);
+    if (c == kDigit || c == kSpace || (c == kOther && !punctuation)) {
+        if (s.at(p + 1) == kNonAscii) return kFastMatchUnknown;
+        if (s.at(p + 1) == kLetter) return s.run(p + 1, kLetter);
+    }
+    // " ?[\p{P}\p{S}]+[\r\n]*"
+    const std::size_t q = s.byte(p) == ' ' ? p + 1 : p;
+    if (s.at(q) == kOther && is_ascii_punctuation(s.byte(q))) {
+        std::size_t i = q;
+        while (s.at(i) == kOther && is_ascii_punctuation(s.byte(i))) ++i;
+        if (s.at(i) == kNonAscii) return kFastMatchUnknown;
+        while (s.at(i) == kNewline) ++i;
+        return i;
+    }
+    if (q == p + 1 && s.at(q) == kNonAscii) return kFastMatchUnknown;
+    if (c == kSpace || c == kNewline) return whitespace(s, p, true);
+    return p;  // a digit not followed by a letter, or a control character: no match starts here
+}
+
 }  // namespace
 
 FastPattern detect_fast_pattern(std::string_view pattern) {
     if (pattern == kQwenSplitPattern) return FastPattern::kQwen;
     if (pattern == kCl100kSplitPattern) return FastPattern::kCl100k;
     if (pattern == kGpt2SplitPattern) return FastPattern::kGpt2;
+    if (pattern == kDigits3SplitPattern) return FastPattern::kDigits3;
+    if (pattern == kDeepSeekSplitPattern) return FastPattern::kDeepSeek;
     return FastPattern::kNone;
 }
 
-std::size_t fast_match_at(FastPattern pattern, std::string_view text, std::size_t start) {
-    const Scanner scanner(text);
-    if (scanner.at(start) == kNonAscii) return kFastMatchUnknown;
+FastResult fast_find(FastPattern pattern, std::string_view text, std::size_t start, std::size_t& begin,
+                     std::size_t& end) {
+    const Scanner s(text);
+    const std::size_t n = text.size();
+    std::size_t match_end = kFastMatchUnknown;
     switch (pattern) {
-        case FastPattern::kQwen: return match_qwen(scanner, start, false);
-        case FastPattern::kCl100k: return match_qwen(scanner, start, true);
-        case FastPattern::kGpt2: return match_gpt2(scanner, start);
-        case FastPattern::kNone: break;
+        case FastPattern::kQwen:
+        case FastPattern::kCl100k:
+        case FastPattern::kGpt2:
+            // These patterns match at every position, so the leftmost match starts at `start`.
+            if (start >= n) return FastResult::kNoMatch;
+            if (s.at(start) == kNonAscii) return FastResult::kUnknown;
+            match_end = pattern == FastPattern::kGpt2 ? match_gpt2(s, start)
+                                                       : match_qwen(s, start, pattern == FastPattern::kCl100k);
+            if (match_end == kFastMatchUnknown) return FastResult::kUnknown;
+            begin = start;
+            end = match_end;
+            return FastResult::kMatch;
+        case FastPattern::kDigits3:
+            for (std::size_t p = start; p < n; ++p) {
+                if (s.at(p) == kNonAscii) return FastResult::kUnknown;  // it might be a non-ASCII digit
+                if (s.at(p) != kDigit) continue;
+                std::size_t i = p + 1;
+                while (i < p + 3 && s.at(i) == kDigit) ++i;
+                if (i < p + 3 && s.at(i) == kNonAscii) return FastResult::kUnknown;
+                begin = p;
+                end = i;
+                return FastResult::kMatch;
+            }
+            return FastResult::kNoMatch;
+        case FastPattern::kDeepSeek:
+            for (std::size_t p = start; p < n; ++p) {
+                if (s.at(p) == kNonAscii) return FastResult::kUnknown;
+                match_end = match_deepseek(s, p);
+                if (match_end == kFastMatchUnknown) return FastResult::kUnknown;
+                if (match_end > p) {
+                    begin = p;
+                    end = match_end;
+                    return FastResult::kMatch;
+                }
+            }
+            return FastResult::kNoMatch;
+        case FastPattern::kNone:
+            break;
     }
-    return kFastMatchUnknown;
+    return FastResult::kUnknown;
 }
 
 }  // namespace msa

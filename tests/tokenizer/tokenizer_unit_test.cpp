@@ -260,7 +260,8 @@ RC_GTEST_PROP(RegexFastPath, AgreesWithPcre2OnMixedText, ()) {
     const auto parts = *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, pieces.size()));
     std::string text;
     for (const std::size_t i : parts) text += pieces[i];
-    for (const std::string_view pattern : {kQwenSplitPattern, kCl100kSplitPattern, kGpt2SplitPattern}) {
+    for (const std::string_view pattern : {kQwenSplitPattern, kCl100kSplitPattern, kGpt2SplitPattern,
+                                           kDigits3SplitPattern, kDeepSeekSplitPattern}) {
         RC_ASSERT(all_matches(Regex(pattern, true), text) == all_matches(Regex(pattern, false), text));
     }
 }
