@@ -53,8 +53,10 @@ import json, os, platform, subprocess, sys, datetime
 
 raw, out = sys.argv[1], sys.argv[2]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+# Results files being rewritten do not make the measured code dirty.
+dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results"],
+                       capture_output=True, text=True).stdout.strip()
 meta = {
     "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
     "machine": f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/unicode.h"
@@ -206,6 +207,8 @@ void AddedVocabulary::extract_and_normalize(std::string_view text, const Normali
         normalized.assign(out.view(piece));
         if (normalizer != nullptr) normalizer->normalize(normalized);
         buffer += normalized;
+        MSA_CHECK(buffer.size() < (std::size_t{1} << 32), "the normalized text is too large to tokenize ({} bytes)",
+                  buffer.size());
         split(normalized_matcher_, normalized, pieces, offset);
     }
     out.text.swap(buffer);

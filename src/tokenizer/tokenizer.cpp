@@ -165,7 +165,8 @@ void Tokenizer::encode(std::string_view text, bool add_special_tokens, std::vect
     const std::size_t valid = utf8::valid_prefix_length(text);
     MSA_CHECK(valid == text.size(), "cannot tokenize text that is not valid UTF-8 (bad byte 0x{:02X} at offset {} of {})",
               static_cast<unsigned char>(text[valid]), valid, text.size());
-    MSA_CHECK(text.size() < (std::size_t{1} << 31), "cannot tokenize a text of {} bytes (the limit is 2 GiB)",
+    // Pieces are 32-bit offsets into buffers that can grow to twice the text (ByteLevel characters).
+    MSA_CHECK(text.size() < (std::size_t{1} << 30), "cannot tokenize a text of {} bytes in one call (the limit is 1 GiB)",
               text.size());
     thread_local PieceList list;
     impl_->added.extract_and_normalize(text, impl_->normalizer.get(), list);

@@ -364,6 +364,14 @@ const Tokenizer& tiny() {
 
 TEST(Tokenizer, TinyTokenizerMatchesItsGoldens) { test::check_variant_goldens("tiny"); }
 
+TEST(Tokenizer, CharacterLevelModelsMatchTheirGoldens) {
+    // Unknown tokens (fused), byte fallback, subword prefix/suffix, and the space-joining decoder.
+    for (const char* name : {"char_bpe_unk", "char_bpe_byte_fallback", "char_bpe_affixes"}) {
+        SCOPED_TRACE(name);
+        test::check_variant_goldens(name);
+    }
+}
+
 TEST(Tokenizer, SpecialTokensAreMatchedAndSkippable) {
     const TokenId start = *tiny().token_to_id("<|im_start|>");
     const TokenId end = *tiny().token_to_id("<|im_end|>");

@@ -11,7 +11,7 @@
 // {"decode": [...ids], "text": ..., "text_skip": ...} samples of random id sequences with their decoded text
 // (skip_special_tokens false / true).
 //
-// Usage: node tools/tokenizer/gen_goldens.mjs [--node-modules DIR] [--only NAME]
+// Usage: node tools/tokenizer/gen_goldens.mjs [--node-modules DIR] [--only NAME[,NAME...]]
 import { createRequire } from 'module';
 import crypto from 'crypto';
 import fs from 'fs';
@@ -25,7 +25,7 @@ const option = (name, fallback) => {
   return i >= 0 ? args[i + 1] : fallback;
 };
 const nodeModules = path.resolve(option('--node-modules', path.join(root, 'tests/npm/node_modules')));
-const only = option('--only', null);
+const only = option('--only', null)?.split(',') ?? null;
 const require = createRequire(path.join(nodeModules, 'noop.js'));
 const oracle = require('tokenizers');
 const oracleVersion = require('tokenizers/package.json').version;
@@ -78,7 +78,7 @@ function rng(seed) {
 const sameIds = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 for (const variant of variants) {
-  if (only && variant.name !== only) continue;
+  if (only && !only.includes(variant.name)) continue;
   const { json, baseSha256 } = variantJson(variant);
   const text = JSON.stringify(json);
   const tokenizer = oracle.Tokenizer.fromString(text);

@@ -1,14 +1,16 @@
 #!/usr/bin/python3
-"""Writes a tiny but genuine byte-level BPE tokenizer.json for tests and the tokenizer fuzz target.
+"""Writes the small tokenizer.json files of the tokenizer tests: a tiny but genuine byte-level BPE (also used by the
+tokenizer fuzz target), and three hand-made character-level BPE models that exercise model options the real
+vocabularies do not use (unk_token with fuse_unk, byte_fallback, continuing_subword_prefix/end_of_word_suffix).
 
-It learns 400 merges from a fixed English + multilingual training text (the first 3000 lines of the KJV Bible from
+The byte-level one learns 400 merges from a fixed English + multilingual training text (the first 3000 lines of the KJV Bible from
 Debian's bible-kjv, plus a few lines of other scripts), with the usual BPE rule: repeatedly merge the most frequent
 adjacent pair of symbols (ties broken by the pair's text, so the result is deterministic). The file has the layout of
 a GPT-2 style Hugging Face tokenizer.json: ByteLevel pre-tokenizer (use_regex, no prefix space), ByteLevel decoder and
 post-processor, merges in the legacy "a b" string format, and four added tokens (three special).
 
-Usage: /usr/bin/python3 tools/tokenizer/make_tiny_tokenizer.py [output path]
-       (default tests/tokenizer/data/tiny_tokenizer.json; needs `bible` from Debian bible-kjv)
+Usage: /usr/bin/python3 tools/tokenizer/make_tiny_tokenizer.py [output directory]
+       (default tests/tokenizer/data; needs `bible` from Debian bible-kjv)
 """
 import collections
 import json
@@ -17,7 +19,7 @@ import subprocess
 import sys
 
 NUM_MERGES = 400
-OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/tokenizer/data/tiny_tokenizer.json"
+OUT_DIR = sys.argv[1] if len(sys.argv) > 1 else "tests/tokenizer/data"
 
 
 def byte_alphabet():
@@ -101,10 +103,70 @@ def main():
             "merges": [f"{a} {b}" for a, b in merges],
         },
     }
-    with open(OUT, "w", encoding="utf-8") as f:
+    write("tiny_tokenizer.json", tokenizer)
+    print(f"make_tiny_tokenizer: {len(vocab)} vocabulary entries, {len(merges)} merges")
+    make_char_bpe_tokenizers()
+
+
+def write(name, tokenizer):
+    path = f"{OUT_DIR}/{name}"
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(tokenizer, f, ensure_ascii=False, indent=1)
         f.write("\n")
-    print(f"make_tiny_tokenizer: {len(vocab)} vocabulary entries, {len(merges)} merges -> {OUT}")
+    print(f"make_tiny_tokenizer: wrote {path}")
+
+
+def char_bpe(vocab, merges, **options):
+    """A tokenizer.json around a character-level BPE model (no normalizer, decoder or added tokens)."""
+    model = {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab, "merges": merges}
+    model.update(options)
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": None, "post_processor": None, "decoder": None, "model": model}
+
+
+def with_merges(vocab, pairs, prefix=""):
+    """Adds each merge's result to the vocabulary (the right part loses the continuing prefix, as in Hugging Face)."""
+    for a, b in pairs:
+        vocab.setdefault(a + b[len(prefix):], len(vocab))
+    return vocab
+
+
+def make_char_bpe_tokenizers():
+    printable = [chr(c) for c in range(0x20, 0x7F)]
+    common = [("t", "h"), ("th", "e"), ("i", "n"), ("a", "n"), ("e", "r"), ("o", "n"), ("an", "d"), ("in", "g"),
+              ("r", "e"), ("e", "s")]
+
+    # Printable ASCII characters plus a fused <unk> for everything else.
+    vocab = with_merges({c: i for i, c in enumerate(printable)}, common)
+    vocab["<unk>"] = len(vocab)
+    unk = char_bpe(vocab, [list(p) for p in common], fuse_unk=True)
+    unk["pre_tokenizer"] = {"type": "WhitespaceSplit"}
+    write("char_bpe_unk.json", unk)
+
+    # No uppercase letters, but byte tokens <0x00>..<0x7F>: uppercase falls back to bytes, non-ASCII to <unk>.
+    vocab = {c: i for i, c in enumerate(c for c in printable if not c.isupper())}
+    for b in range(0x80):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    vocab["<unk>"] = len(vocab)
+    with_merges(vocab, common[:5])
+    fallback = char_bpe(vocab, [list(p) for p in common[:5]], byte_fallback=True)
+    fallback["pre_tokenizer"] = {"type": "Whitespace"}
+    write("char_bpe_byte_fallback.json", fallback)
+
+    # Word-piece style symbols: "##" before non-initial characters, "</w>" after the last; legacy merges.
+    vocab = {}
+    for c in (chr(c) for c in range(ord("a"), ord("z") + 1)):
+        for form in (c, "##" + c, c + "</w>", "##" + c + "</w>"):
+            vocab[form] = len(vocab)
+    vocab["<unk>"] = len(vocab)
+    pairs = [("t", "##h"), ("th", "##e</w>"), ("a", "##n"), ("an", "##d</w>"), ("i", "##n"), ("in", "##g</w>"),
+             ("o", "##f</w>")]
+    with_merges(vocab, pairs, prefix="##")
+    affixes = char_bpe(vocab, [f"{a} {b}" for a, b in pairs], continuing_subword_prefix="##", end_of_word_suffix="</w>")
+    affixes["normalizer"] = {"type": "Lowercase"}
+    affixes["pre_tokenizer"] = {"type": "BertPreTokenizer"}
+    write("char_bpe_affixes.json", affixes)
 
 
 if __name__ == "__main__":
