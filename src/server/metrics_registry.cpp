@@ -67,6 +67,13 @@ std::string label_set(const std::vector<std::string>& names, const LabelValues& 
     return out;
 }
 
+// Bucket bounds as Prometheus' own clients write them (Go float formatting: 1 -> "1.0"), so that le values
+// match series written by other exporters.
+std::string format_bucket_bound(double bound) {
+    if (bound == std::floor(bound) && std::fabs(bound) < 1e15) return fmt::format("{}.0", static_cast<long long>(bound));
+    return fmt::format("{}", bound);
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
@@ -163,7 +170,7 @@ void MetricFamily::render(std::string& out) const {
         if (s.histogram) {
             const auto snap = s.histogram->snapshot();
             for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-                const std::string le = i < bounds_.size() ? format_sample_value(bounds_[i]) : "+Inf";
+                const std::string le = i < bounds_.size() ? format_bucket_bound(bounds_[i]) : "+Inf";
                 out += fmt::format("{}_bucket{} {}\n", name_, label_set(label_names_, values, "le", le),
                                    snap.cumulative[i]);
             }
