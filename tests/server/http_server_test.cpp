@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include "test_server.h"
+
 #include <httplib.h>
 
 #include <gtest/gtest.h>
@@ -20,38 +22,10 @@
 namespace msa::server {
 namespace {
 
+using testing::RunningServer;
+
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-// A server on a free loopback port, running on its own thread for the test's lifetime.
-class RunningServer {
-public:
-    explicit RunningServer(HttpServerOptions options, const std::function<void(HttpServer&)>& setup) {
-        options.host = "127.0.0.1";
-        options.port = 0;
-        options.access_log = false;
-        server_ = std::make_unique<HttpServer>(options);
-        setup(*server_);
-        server_->bind();
-        thread_ = std::thread([this] { server_->run(); });
-    }
-    ~RunningServer() {
-        server_->stop();
-        thread_.join();
-    }
-    int port() const { return server_->port(); }
-    HttpServer& server() { return *server_; }
-    httplib::Client client() const {
-        httplib::Client c("127.0.0.1", port());
-        c.set_read_timeout(10, 0);
-        return c;
-    }
-    void join() { thread_.join(); thread_ = std::thread([] {}); }
-
-private:
-    std::unique_ptr<HttpServer> server_;
-    std::thread thread_;
-};
 
 // Sends raw bytes on a new connection and returns everything the server answers until it closes or times out.
 std::string raw_exchange(int port, const std::string& bytes) {
