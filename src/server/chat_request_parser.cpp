@@ -328,8 +328,8 @@ nlohmann::json parse_json_body(const std::string& body) {
     };
     try {
         return nlohmann::json::parse(body, depth_guard);
-    } catch (const nlohmann::json::parse_error& e) {
-        // e.what() is "[json.exception.parse_error.N] parse error at line L, column C: detail".
+    } catch (const nlohmann::json::exception& e) {
+        // Syntax errors, invalid UTF-8, numbers out of range. e.what() starts with "[json.exception.kind.N] ".
         std::string detail = e.what();
         if (const auto pos = detail.find("] "); pos != std::string::npos) detail.erase(0, pos + 2);
         throw invalid_request("", fmt::format("The request body is not valid JSON: {}.", detail), "invalid_json");

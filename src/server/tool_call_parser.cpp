@@ -71,15 +71,16 @@ std::size_t skip_ws(std::string_view s, std::size_t pos = 0) {
 // ---- Nested M3 values: a small tree of elements, converted by the schema once complete ----------------------
 
 struct Node {
-    std::string text;                                // leaf text
-    std::vector<std::pair<std::string, Node>> kids;  // element children
+    std::string name;        // the element's tag
+    std::string text;        // leaf text
+    std::vector<Node> kids;  // element children
     bool leaf = true;
 };
 
 constexpr int kMaxNesting = 64;
 
 // Parses `NS<name>body NS</name>` elements from s[pos..] until a closing tag that is not theirs or the end.
-std::vector<std::pair<std::string, Node>> parse_elements(std::string_view s, std::size_t& pos, int depth);
+std::vector<Node> parse_elements(std::string_view s, std::size_t& pos, int depth);
 
 // The body of element `name` starting at s[pos]: nested elements or leaf text up to its closing tag.
 Node parse_body(std::string_view s, std::size_t& pos, const std::string& name, int depth) {
@@ -115,8 +116,8 @@ Node parse_body(std::string_view s, std::size_t& pos, const std::string& name, i
     }
 }
 
-std::vector<std::pair<std::string, Node>> parse_elements(std::string_view s, std::size_t& pos, int depth) {
-    std::vector<std::pair<std::string, Node>> kids;
+std::vector<Node> parse_elements(std::string_view s, std::size_t& pos, int depth) {
+    std::vector<Node> kids;
     const std::string open = std::string(kNs) + "<";
     while (pos < s.size()) {
         const std::size_t at = s.find(kNs, pos);
@@ -141,7 +142,8 @@ std::vector<std::pair<std::string, Node>> parse_elements(std::string_view s, std
         if (const auto space = name.find_first_of(kWhitespace); space != std::string::npos) name.resize(space);
         pos = gt + 1;
         Node child = parse_body(s, pos, name, depth);
-        kids.emplace_back(std::move(name), std::move(child));
+        child.name = std::move(name);
+        kids.push_back(std::move(child));
     }
     return kids;
 }
@@ -149,16 +151,16 @@ std::vector<std::pair<std::string, Node>> parse_elements(std::string_view s, std
 json node_to_json(const Node& node, const json* schema) {
     if (node.leaf) return convert_argument(node.text, schema);
     const bool as_array = schema != nullptr && schema_types(*schema).has(SchemaTypes::array) && !node.kids.empty() &&
-                          node.kids.front().first == "item";
+                          node.kids.front().name == "item";
     if (as_array) {
         json array = json::array();
         const json* item_schema = items_schema(*schema);
-        for (const auto& [name, kid] : node.kids) array.push_back(node_to_json(kid, item_schema));
+        for (const auto& kid : node.kids) array.push_back(node_to_json(kid, item_schema));
         return array;
     }
     json object = json::object();
-    for (const auto& [name, kid] : node.kids) {
-        object[name] = node_to_json(kid, schema != nullptr ? property_schema(*schema, name) : nullptr);
+    for (const auto& kid : node.kids) {
+        object[kid.name] = node_to_json(kid, schema != nullptr ? property_schema(*schema, kid.name) : nullptr);
     }
     return object;
 }

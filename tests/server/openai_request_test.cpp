@@ -233,7 +233,7 @@ TEST(ChatRequest, BodyMustBeAnObject) {
 }
 
 TEST(JsonBody, MalformedJsonAndInvalidUtf8AreClean400s) {
-    for (const std::string body : {"{", "{\"a\": }", "", "\xff\xfe", "{\"a\":\"\xc3\x28\"}", "[1,2,,]"}) {
+    for (const std::string body : {"{", "{\"a\": }", "", "\xff\xfe", "{\"a\":\"\xc3\x28\"}", "[1,2,,]", "{\"n\": 1e400}"}) {
         const auto e = expect_error([&] { parse_json_body(body); });
         EXPECT_EQ(e.status(), 400);
         EXPECT_EQ(e.code(), "invalid_json");
