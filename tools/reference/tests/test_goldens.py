@@ -48,6 +48,12 @@ def test_goldens_are_well_formed(golden):
             local = r["pos"] // man["block_size"]
             assert valid[-1] == local and len(valid) == min(man["topk_blocks"], local + 1)
             assert r["scores_offset"] + r["n_hist"] <= len(sc)
+        lp = np.fromfile(os.path.join(GOLDENS, preset, name, meta["logprobs"]["file"]), dtype="<f4")
+        assert lp.shape == (sum(len(p) - 1 for p in man["prompts"]),) and (lp <= 0).all()
+        off = 0
+        for n, ppl in zip(meta["logprobs"]["counts"], meta["logprobs"]["perplexity"]):
+            assert abs(np.exp(-lp[off:off + n].astype(np.float64).mean()) / ppl - 1) < 1e-5
+            off += n
         g = meta["greedy"]
         assert all(len(t) == man["n_greedy"] for t in g["tokens"]) and len(g["tokens"]) == len(man["prompts"])
         assert len({tuple(t) for t in g["tokens"]}) == len(g["tokens"])  # distinct continuations
@@ -69,6 +75,11 @@ def test_goldens_match_the_reference(golden):
             got = r.logits[0][-1]
             want = torch.from_numpy(lg[i]).double()
             assert float((got - want).abs().max() / want.abs().max()) < 1e-6, (name, row)
+            if row["pos"] + 1 < len(man["prompts"][row["seq"]]):  # the log-probability file agrees
+                lps = np.fromfile(os.path.join(GOLDENS, preset, name, meta["logprobs"]["file"]), dtype="<f4")
+                off = sum(meta["logprobs"]["counts"][:row["seq"]]) + row["pos"]
+                nxt = man["prompts"][row["seq"]][row["pos"] + 1]
+                assert abs(float(torch.log_softmax(got, -1)[nxt]) - float(lps[off])) < 1e-5
             for s in sel_rows:
                 if s["seq"] == row["seq"] and s["pos"] == row["pos"]:
                     assert r.selections[s["layer"]][0]["sel"][-1, s["group"]].tolist() == s["sel"]
