@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "engine/cpu_model_executor.h"
 #include "engine/engine.h"
+#include "kv/kv_cache.h"
 #include "model/minimax_m3_model.h"
 #include "engine/tiny_model.h"
 
@@ -257,6 +258,75 @@ TEST(CpuEngineTest, CancellationFreesPagesAndLeavesOthersIntact) {
     const EngineStats s = engine.stats();
     EXPECT_EQ(s.kv_cache_usage, 0.0);
     EXPECT_EQ(s.num_free_pages, s.num_pages);
+}
+
+// Wraps the CPU executor and checks the page-ownership contract on the real KV bytes: every page published to the
+// prefix cache when a step starts holds the same bytes after the model ran the step.
+class PublishedPagesGuard : public ModelExecutor {
+public:
+    explicit PublishedPagesGuard(CpuModelExecutor& inner) : inner_(inner) {}
+    void forward(const ForwardBatch& b, const ForwardOptions& o, ForwardOutput& out) override {
+        const BlockManager& blocks = engine->block_manager_on_engine_thread();
+        KvCache& kv = inner_.model().kv_cache();
+        std::vector<std::pair<PageId, std::vector<std::uint8_t>>> published;
+        for (PageId p = 0; p < blocks.num_pages(); ++p) {
+            if (!blocks.is_registered(p)) continue;
+            const auto bytes = kv.page(p);
+            published.emplace_back(p, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+        }
+        for (const SequenceStep& s : b.seqs) {
+            const std::size_t full = static_cast<std::size_t>(s.past_len) / 128;
+            for (std::size_t i = 0; i < full; ++i) shared_reads += blocks.is_registered(s.pages[i]) ? 1 : 0;
+        }
+        inner_.forward(b, o, out);
+        for (const auto& [p, bytes] : published) {
+            const auto now = kv.page(p);
+            if (!std::equal(now.begin(), now.end(), bytes.begin())) ++overwritten;
+        }
+        checked_pages += static_cast<std::int64_t>(published.size());
+    }
+    std::int32_t vocab_size() const override { return inner_.vocab_size(); }
+    std::int32_t num_kv_pages() const override { return inner_.num_kv_pages(); }
+    std::int32_t page_size() const override { return inner_.page_size(); }
+    std::int32_t max_model_len() const override { return inner_.max_model_len(); }
+
+    Engine* engine = nullptr;
+    std::int64_t overwritten = 0, checked_pages = 0, shared_reads = 0;
+
+private:
+    CpuModelExecutor& inner_;
+};
+
+TEST(CpuEngineTest, PublishedPagesAreNeverWritten) {
+    const auto prompts = test_prompts();
+    const auto& expected = expected_greedy();
+    for (const EngineVariant& v : {kVariants[2], kVariants[5]}) {  // chunked; tiny pool with evictions
+        SCOPED_TRACE(v.name);
+        auto model = load_executor(v.num_pages);
+        PublishedPagesGuard guard(static_cast<CpuModelExecutor&>(*model));
+        Engine engine(engine_config(v), guard);
+        guard.engine = &engine;
+        std::vector<std::shared_ptr<RequestHandle>> handles;
+        // Prompt 0 first, alone, so that the others find its pages published.
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            handles.push_back(engine.submit({.prompt = prompts[i], .params = greedy_params()}));
+            if (i == 0) {
+                while (auto ev = handles[0]->next()) {
+                }
+            }
+        }
+        for (std::size_t i = 1; i < prompts.size(); ++i) {
+            std::vector<std::int32_t> tokens;
+            while (auto ev = handles[i]->next()) {
+                for (const auto& d : ev->samples) tokens.insert(tokens.end(), d.token_ids.begin(), d.token_ids.end());
+            }
+            EXPECT_EQ(tokens, expected[i]) << "prompt " << i;
+        }
+        engine.shutdown();
+        EXPECT_EQ(guard.overwritten, 0);
+        EXPECT_GT(guard.checked_pages, 0);
+        EXPECT_GT(guard.shared_reads, 0);  // sequences did read published pages
+    }
 }
 
 TEST(CpuModelExecutorTest, SizesThePoolFromTheBudgetAndCapsMaxModelLen) {
