@@ -8,24 +8,16 @@
 namespace msa::cli {
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
-    cmd.add_option("--model", f.model_dir,
+    cmd.add_option("--model", f.model.model_dir,
                    "model directory (config.json, safetensors, tokenizer.json; default: the first directory with a "
                    "config.json under ./models or the source tree's models/)");
-    cmd.add_option("--kv-cache-dtype", f.kv_cache_dtype, "nvfp4, fp8 or bf16 (default: the model config's)");
+    add_model_option_flags(cmd, f.model);
     cmd.add_option("--kv-cache-gib", f.kv_cache_gib, "KV cache budget in GiB (default: 2)");
     cmd.add_option("--kv-pages", f.kv_pages, "KV cache size in 128-token pages (overrides --kv-cache-gib)");
     cmd.add_option("--max-model-len", f.max_model_len, "longest prompt + output (default: the config's)");
     cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget of one step (prefill chunk)")
         ->capture_default_str();
     cmd.add_flag("--no-prefix-caching", f.no_prefix_caching, "do not reuse cached prompt pages");
-    cmd.add_option("--numerics", f.numerics, "attention numerics: exact (FP32) or q8kv4 (MiniMax's quantised)")
-        ->capture_default_str();
-    cmd.add_option("--topk-mode", f.topk_mode, "MSA top-k ranking: keyed (16-bit) or exact")->capture_default_str();
-    cmd.add_option("--activations", f.activations, "GEMM activations: int8 (fast, NVFP4 weights) or exact (FP32)")
-        ->capture_default_str();
-    cmd.add_flag("--dense-attention", f.dense_attention, "run every layer with dense attention (MSA off)");
-    cmd.add_option("--topk-blocks", f.topk_blocks, "override sparse_topk_blocks (0: the config's)");
-    cmd.add_option("--threads", f.threads, "CPU threads (default: MSA_NUM_THREADS, OMP_NUM_THREADS or all)");
 }
 
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f, std::int32_t default_max_tokens) {
@@ -68,28 +60,19 @@ SamplingParams sampling_params(const SamplingFlags& f, const GenerationDefaults&
 namespace {
 
 CpuModelExecutorOptions executor_options(const EngineFlags& f) {
+    const ModelOptions m = model_options(f.model);
     CpuModelExecutorOptions o;
-    if (!f.kv_cache_dtype.empty()) {
-        o.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype);
-        MSA_CHECK(o.kv_cache_dtype.has_value(), "--kv-cache-dtype must be nvfp4, fp8 or bf16, got '{}'",
-                  f.kv_cache_dtype);
-    }
+    o.kv_cache_dtype = m.kv_cache_dtype;
+    o.attention_numerics = m.attention_numerics;
+    o.topk_mode = m.topk_mode;
+    o.activations = m.activations;
+    o.dense_attention = m.dense_attention;
+    o.topk_blocks = m.topk_blocks;
+    o.threads = f.model.threads;
     MSA_CHECK(f.kv_cache_gib >= 0, "--kv-cache-gib must not be negative, got {}", f.kv_cache_gib);
     o.kv_cache_bytes = static_cast<std::uint64_t>(f.kv_cache_gib * static_cast<double>(1ull << 30));
     o.num_kv_pages = f.kv_pages;
     o.max_model_len = f.max_model_len;
-    o.threads = f.threads;
-    MSA_CHECK(f.numerics == "exact" || f.numerics == "q8kv4", "--numerics must be exact or q8kv4, got '{}'",
-              f.numerics);
-    o.attention_numerics = f.numerics == "exact" ? AttentionNumerics::exact : AttentionNumerics::q8kv4;
-    MSA_CHECK(f.topk_mode == "keyed" || f.topk_mode == "exact", "--topk-mode must be keyed or exact, got '{}'",
-              f.topk_mode);
-    o.topk_mode = f.topk_mode == "keyed" ? TopkMode::keyed : TopkMode::exact;
-    MSA_CHECK(f.activations == "int8" || f.activations == "exact", "--activations must be int8 or exact, got '{}'",
-              f.activations);
-    o.activations = f.activations == "int8" ? ActivationMode::int8 : ActivationMode::exact;
-    o.dense_attention = f.dense_attention;
-    o.topk_blocks = f.topk_blocks;
     return o;
 }
 
@@ -97,7 +80,7 @@ CpuModelExecutorOptions executor_options(const EngineFlags& f) {
 
 std::unique_ptr<LoadedEngine> load_engine(const EngineFlags& f) {
     auto e = std::make_unique<LoadedEngine>();
-    e->bundle = load_model_bundle(resolve_model_dir(f.model_dir));
+    e->bundle = load_model_bundle(resolve_model_dir(f.model.model_dir));
     e->model = load_cpu_model_executor(e->bundle.dir, executor_options(f));
     MSA_CHECK(f.max_num_batched_tokens > 0, "--max-num-batched-tokens must be positive, got {}",
               f.max_num_batched_tokens);

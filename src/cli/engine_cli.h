@@ -3,6 +3,7 @@
 // the model bundle, the CPU executor and the engine in one call.
 #pragma once
 
+#include "cli/model_cli.h"
 #include "engine/cpu_model_executor.h"
 #include "engine/engine.h"
 #include "engine/model_bundle.h"
@@ -17,19 +18,12 @@
 namespace msa::cli {
 
 struct EngineFlags {
-    std::string model_dir;       // empty: the default model directory
-    std::string kv_cache_dtype;  // "", "nvfp4", "fp8", "bf16"
-    double kv_cache_gib = 0;     // KV page pool budget (0: the executor's default)
-    int kv_pages = 0;            // or an exact page count
+    ModelFlags model;         // model_dir empty: the default model directory; numerics, KV dtype, threads
+    double kv_cache_gib = 0;  // KV page pool budget (0: the executor's default)
+    int kv_pages = 0;         // or an exact page count
     int max_model_len = 0;
     int max_num_batched_tokens = 2048;
     bool no_prefix_caching = false;
-    std::string numerics = "exact";
-    std::string topk_mode = "keyed";
-    std::string activations = "int8";
-    bool dense_attention = false;
-    int topk_blocks = 0;
-    int threads = 0;
 };
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
 
