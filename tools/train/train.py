@@ -68,7 +68,7 @@ def smoke_drafter(dc: DrafterConfig) -> DrafterConfig:
 
 def drafter_config(cfg: TinyConfig, tok) -> DrafterConfig:
     return DrafterConfig(vocab_size=cfg.vocab_size, mask_token_id=tok.added_ids[MASK],
-                         target_layer_ids=[1, cfg.num_layers // 2 + 1, cfg.num_layers - 1][-3:],
+                         target_layer_ids=sorted({1, cfg.num_layers // 2 + 1, cfg.num_layers - 1}),
                          hidden_size=cfg.hidden_size, num_heads=cfg.num_heads, num_kv_heads=cfg.num_kv_heads,
                          head_dim=cfg.head_dim, rotary_dim=cfg.rotary_dim, rope_theta=cfg.rope_theta)
 
@@ -331,7 +331,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--kl-rows", type=int, default=256)
     ap.add_argument("--kl-weight", type=float, default=1.0)
-    ap.add_argument("--bias-rate", type=float, default=1e-3)
+    ap.add_argument("--bias-rate", type=float, default=2e-3)
     ap.add_argument("--drafter-budget", type=float, default=80.0)
     ap.add_argument("--drafter-steps", type=int, default=0)
     ap.add_argument("--drafter-batch", type=int, default=8)
@@ -383,8 +383,13 @@ def main():
     write_summary()
 
     # 2. the drafter, on the shipped form of the target (experts quantised to NVFP4)
+    # the drafter comes before the ablation: it gets the time the ablation does not need, or all of it
     remaining = args.deadline - (time.time() - T_START)
-    budget = min(args.drafter_budget, remaining - 75.0)
+    qat_seconds = summary["target"]["seconds"] * (1 - args.dense_frac - args.sparse_frac)
+    ablation_need = 0.0 if (args.no_ablation or snapshot is None) else qat_seconds * 1.1 + 15.0
+    budget = min(args.drafter_budget, remaining - ablation_need - 15.0)
+    if budget < 10:
+        budget = min(args.drafter_budget, remaining - 15.0)
     if args.drafter_steps or budget > 10:
         try:
             target = TinyM3(cfg)
@@ -413,7 +418,6 @@ def main():
 
     # 3. the no-QAT ablation (optional)
     remaining = args.deadline - (time.time() - T_START)
-    qat_seconds = summary["target"]["seconds"] * (1 - args.dense_frac - args.sparse_frac)
     if args.no_ablation or snapshot is None:
         summary["noqat"] = {"skipped": "no QAT phase" if snapshot is None else "--no-ablation"}
     elif remaining < qat_seconds * 1.1 + 15 and not args.steps:
