@@ -19,8 +19,8 @@ Target training, three phases (fixed seeds; the batch of step i is a pure functi
      objective is taken over the selected tokens (background msa.md 1.8); loss = LM + kl_weight * mean KL;
   3. QAT: as 2, plus NVFP4 fake quantisation of K, V and index-K (formats.md section 3) and NVFP4 W4A4 experts
      (model.md section 4), straight-through gradients.
-By default the phases are laid out on wall-clock time (--target-budget seconds; fractions --dense-frac,
---sparse-frac); the step counts reached are logged and saved. MoE balance: aux-loss-free update of
+By default the phases and the learning-rate schedule follow progress = max(elapsed / --target-budget,
+step / --max-steps) (fractions --dense-frac, --sparse-frac); the step counts reached are logged and saved. MoE balance: aux-loss-free update of
 e_score_correction_bias after every step.
 """
 from __future__ import annotations
@@ -191,7 +191,8 @@ def train_target(model, train, held, args, device, out):
     heldout = {}
     while True:
         el = time.time() - t0
-        frac = step / args.steps if fixed else el / args.target_budget
+        # progress: by steps, or by time capped by --max-steps (a fast GPU must not run 30 epochs of this corpus)
+        frac = step / args.steps if fixed else max(el / args.target_budget, step / args.max_steps)
         if frac >= 1.0:
             break
         if fixed:
@@ -322,6 +323,8 @@ def main():
     ap.add_argument("--deadline", type=float, default=450.0, help="seconds after start by which everything ends")
     ap.add_argument("--target-budget", type=float, default=235.0, help="seconds of target training")
     ap.add_argument("--steps", type=int, default=0, help="fixed step count instead of --target-budget")
+    ap.add_argument("--max-steps", type=int, default=1000, help="cap of the time-based run (1000 x 16 x 2048 "
+                    "tokens = about 10 epochs)")
     ap.add_argument("--phase-steps", default="", help="with --steps: first sparse step,first QAT step")
     ap.add_argument("--dense-frac", type=float, default=0.3)
     ap.add_argument("--sparse-frac", type=float, default=0.4)
