@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import sys
+import tarfile
 
 import numpy as np
 import torch
@@ -53,8 +54,10 @@ def model_config_json(c, bos_id: int, eos_id: int, note: str = "") -> dict:
     return cfg
 
 
-def export_model(state: dict, c, out_dir: str, bos_id: int, eos_id: int, tokenizer_dir: str, note: str = ""):
-    """Write the checkpoint of a TinyM3 state_dict (text-only names) to out_dir."""
+def export_model(state: dict, c, out_dir: str, bos_id: int, eos_id: int, tokenizer_dir: str | None,
+                 note: str = ""):
+    """Write the checkpoint of a TinyM3 state_dict (text-only names) to out_dir (with the tokenizer files of
+    tokenizer_dir, if given)."""
     cfg_json = model_config_json(c, bos_id, eos_id, note)
     cfg = parse_config(cfg_json)
     os.makedirs(out_dir, exist_ok=True)
@@ -72,8 +75,9 @@ def export_model(state: dict, c, out_dir: str, bos_id: int, eos_id: int, tokeniz
     write_checkpoint(out_dir, cfg_json, cfg, value_of, lambda sp: "nvfp4" if ".experts." in sp.key else "bf16",
                      shard_bytes=8 << 20,
                      generation_config={"bos_token_id": bos_id, "eos_token_id": eos_id, **GENERATION_CONFIG})
-    for fn in TOKENIZER_FILES:
-        shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(out_dir, fn))
+    if tokenizer_dir:
+        for fn in TOKENIZER_FILES:
+            shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(out_dir, fn))
 
 
 def read_model_state(model_dir: str) -> dict:
@@ -119,51 +123,64 @@ def dir_size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
 
 
+def pack(src_dir: str, tar_path: str):
+    """One tar file of a directory (the GPU machine sends back at most 8 files)."""
+    tmp = tar_path + ".tmp"
+    with tarfile.open(tmp, "w") as t:
+        for name in sorted(os.listdir(src_dir)):
+            t.add(os.path.join(src_dir, name), arcname=name)
+    os.replace(tmp, tar_path)
+
+
+def unpack(tar_path: str, out_dir: str):
+    """Replace the checkpoint files of out_dir by those of a tar made by pack() (other files stay)."""
+    os.makedirs(out_dir, exist_ok=True)
+    with tarfile.open(tar_path) as t:
+        members = t.getmembers()
+        for m in members:
+            if m.name.startswith(("/", "..")) or "/.." in m.name or not (m.isfile() or m.isdir()):
+                raise ValueError(f"{tar_path}: unexpected member {m.name!r}")
+        for f in os.listdir(out_dir):
+            if f.endswith(".safetensors") or f == "model.safetensors.index.json":
+                os.remove(os.path.join(out_dir, f))
+        t.extractall(out_dir, members=members)
+
+
 def main():
     import argparse
-    ap = argparse.ArgumentParser(description="Export a GPU run's checkpoints (train.py --out RUN) to model directories")
-    ap.add_argument("run", help="train.py's output directory (target.pt, drafter.pt, noqat.pt, logs)")
+    ap = argparse.ArgumentParser(description="Install a GPU run's checkpoints (train.py --out RUN: model.tar, "
+                                             "drafter.tar, noqat.tar, logs) into the model directories")
+    ap.add_argument("run", help="train.py's output directory")
     ap.add_argument("--model-dir", default=os.path.join(HERE, "..", "..", "models", "default"))
     ap.add_argument("--noqat-dir", default=os.path.join(HERE, "..", "..", "models", "default-noqat"))
     ap.add_argument("--tokenizer-dir", default=None, help="default: --model-dir (its committed tokenizer files)")
     args = ap.parse_args()
-    tok_dir = args.tokenizer_dir or args.model_dir
-    sys.path.insert(0, HERE)
-    from model import TinyConfig
-    from drafter import DrafterConfig
-    run = torch.load(os.path.join(args.run, "target.pt"), map_location="cpu")
-    with open(os.path.join(args.run, "summary.json")) as f:
-        summary = json.load(f)
-    c = TinyConfig(**run["config"])
-    bos, eos = summary["bos_id"], summary["eos_id"]
-    tmp_tok = os.path.join(args.run, "_tokenizer")  # the model dir may be rewritten below: keep its tokenizer
-    os.makedirs(tmp_tok, exist_ok=True)
-    for fn in TOKENIZER_FILES:
-        shutil.copy(os.path.join(tok_dir, fn), tmp_tok)
-    export_model(run["state"], c, args.model_dir, bos, eos, tmp_tok)
+    tok_dir = os.path.abspath(args.tokenizer_dir or args.model_dir)
+    tok = {fn: open(os.path.join(tok_dir, fn), "rb").read() for fn in TOKENIZER_FILES}
+    unpack(os.path.join(args.run, "model.tar"), args.model_dir)
     print(f"model -> {args.model_dir}")
-    dpath = os.path.join(args.run, "drafter.pt")
-    if os.path.exists(dpath):
-        d = torch.load(dpath, map_location="cpu")
-        export_drafter(d["state"], DrafterConfig(**d["config"]), os.path.join(args.model_dir, "drafter"))
+    if os.path.exists(os.path.join(args.run, "drafter.tar")):
+        shutil.rmtree(os.path.join(args.model_dir, "drafter"), ignore_errors=True)
+        unpack(os.path.join(args.run, "drafter.tar"), os.path.join(args.model_dir, "drafter"))
         print(f"drafter -> {args.model_dir}/drafter")
-    npath = os.path.join(args.run, "noqat.pt")
-    if os.path.exists(npath):
-        n = torch.load(npath, map_location="cpu")
-        export_model(n["state"], c, args.noqat_dir, bos, eos, tmp_tok,
-                     note="The no-QAT ablation of MSA Engine's default model (same steps and batches, the last "
-                          "phase without fake quantisation); used by docs/quality.md only.")
+    dirs = [args.model_dir]
+    if os.path.exists(os.path.join(args.run, "noqat.tar")):
+        unpack(os.path.join(args.run, "noqat.tar"), args.noqat_dir)
+        dirs.append(args.noqat_dir)
         print(f"no-QAT ablation -> {args.noqat_dir}")
+    for d in dirs:
+        for fn, data in tok.items():
+            with open(os.path.join(d, fn), "wb") as f:
+                f.write(data)
+        load_model(d)  # the reference reads it back (checks names, shapes, formats)
     # the run's logs travel with the model (the loss curve of docs/quality.md)
     logs = os.path.join(args.model_dir, "training")
     os.makedirs(logs, exist_ok=True)
     for fn in ("train_log.csv", "drafter_log.csv", "noqat_log.csv", "summary.json", "train.log"):
         if os.path.exists(os.path.join(args.run, fn)):
             shutil.copy(os.path.join(args.run, fn), logs)
-    shutil.rmtree(tmp_tok)
-    for d in (args.model_dir, args.noqat_dir):
-        if os.path.isdir(d):
-            print(f"{d}: {dir_size(d) / 1e6:.1f} MB")
+    for d in dirs:
+        print(f"{d}: {dir_size(d) / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from msaref.formats import (nvfp4_weight_global_scale, nvfp4_weight_quantize, ste, w4a4_fc1_input,  # noqa: E402
                             w4a4_fc2_input)
 from msaref.kv_cache import kv_fake_quant as ref_kv_fake_quant  # noqa: E402
+from msaref.model import swigluoai  # noqa: E402,F401  (also used by drafter.py through MLP)
 
 # ----------------------------------------------------------------------------------------------------------------
 # Fake quantisers: the reference's quantisers (tools/reference/msaref, formats.md section 3, model.md section 4) with
@@ -117,12 +118,6 @@ class GemmaRMSNorm(nn.Module):
 
 def linear(i, o):
     return nn.Linear(i, o, bias=False)
-
-
-def swigluoai(g, u, alpha, limit):
-    g = torch.clamp(g, max=limit)
-    u = torch.clamp(u, min=-limit, max=limit)
-    return g * torch.sigmoid(alpha * g) * (u + 1.0)
 
 
 class MLP(nn.Module):
@@ -395,6 +390,16 @@ class TinyM3(nn.Module):
 
     def moe_layers(self):
         return [l.block_sparse_moe for l in self.model.layers if l.is_moe]
+
+
+@torch.no_grad()
+def shipped_form_(model: TinyM3):
+    """The weights as the checkpoint stores them (export.py): routed experts NVFP4 (below), router weight and bias
+    FP32, everything else BF16. Run the result with Mode(w4a4_weights=False)."""
+    for name, p in model.named_parameters():
+        if ".experts." not in name and ".block_sparse_moe.gate." not in name and "correction_bias" not in name:
+            p.copy_(p.to(torch.bfloat16).to(p.dtype))
+    quantize_experts_(model)
 
 
 @torch.no_grad()

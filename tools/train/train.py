@@ -5,12 +5,14 @@ Export and evaluation run afterwards, elsewhere (export.py, quality.py); this sc
   python3 tools/train/train.py --stage STAGE_DIR --out OUT_DIR [--smoke] [--steps N ...]
 
 STAGE_DIR (made by stage.py): train.bin, heldout.bin (uint16 token ids), data.json, tokenizer.json.
-OUT_DIR receives, each as soon as it is ready (a later failure loses nothing before it):
-  target.pt          the trained model (state_dict with checkpoint names, TinyConfig, phase boundaries)
+OUT_DIR receives at most 8 files (what the GPU machine sends back), each as soon as it is ready (a later failure
+loses nothing before it); checkpoints are in the real layout (export.py), one tar file each:
+  model.tar          the trained model (config.json, safetensors shards, generation_config.json)
   train_log.csv      loss curve: step, phase, lr, LM loss, indexer KL, expert load, held-out loss
-  drafter.pt, drafter_log.csv          the DSpark drafter
-  noqat.pt, noqat_log.csv              the no-QAT ablation (same steps and batches, QAT phase without fake quant)
+  drafter.tar, drafter_log.csv         the DSpark drafter
+  noqat.tar, noqat_log.csv             the no-QAT ablation (same steps and batches, QAT phase without fake quant)
   summary.json       what ran, how long, the step counts (pass --steps/--phase-steps back to reproduce exactly)
+(gpu_run.sh adds train.log.) `export.py OUT_DIR` installs them into models/.
 
 Target training, three phases (fixed seeds; the batch of step i is a pure function of (seed, i)):
   1. dense warm-up: every layer attends densely; the MSA indexers already learn with the KL objective against the
@@ -28,6 +30,8 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import shutil
+import tempfile
 import json
 import math
 import os
@@ -43,7 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bpe import ByteLevelBPE  # noqa: E402
 from drafter import DrafterConfig, DSparkDrafter, drafter_loss  # noqa: E402
-from model import Mode, TinyConfig, TinyM3, quantize_experts_  # noqa: E402
+from export import export_drafter, export_model, pack  # noqa: E402
+from model import Mode, TinyConfig, TinyM3, shipped_form_  # noqa: E402
 from train_tokenizer import BOS, EOS, MASK  # noqa: E402
 
 PHASES = ("dense", "sparse", "qat")
@@ -301,11 +306,15 @@ def train_drafter(target, drafter, train, args, device, out, budget):
     return {"steps": step, "seconds": time.time() - t0}
 
 
-def save(obj, path):
-    tmp = path + ".tmp"
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-    log(f"saved {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+def ship(out: str, name: str, write):
+    """write(dir) writes a checkpoint directory (real layout, export.py); it is sent back as OUT/name.tar."""
+    d = tempfile.mkdtemp(prefix=f"msa_{name}_")
+    try:
+        write(d)
+        pack(d, os.path.join(out, name + ".tar"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    log(f"saved {out}/{name}.tar ({os.path.getsize(os.path.join(out, name + '.tar')) / 1e6:.1f} MB)")
 
 
 def cpu_state(m):
@@ -316,7 +325,7 @@ def cpu_state(m):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stage", required=True, help="directory from stage.py")
-    ap.add_argument("--out", required=True, help="checkpoints (.pt), logs and summary")
+    ap.add_argument("--out", required=True, help="checkpoints (tar files), logs and summary")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="tiny model and sizes for a CPU test of the pipeline")
@@ -381,8 +390,9 @@ def main():
     # 1. the model (nothing below may lose it)
     summary["target"], snapshot = train_target(model, train, held, args, device, args.out)
     lrs = summary["target"].pop("lrs")
-    save({"config": cfg.__dict__, "state": cpu_state(model), "summary": summary["target"]},
-         os.path.join(args.out, "target.pt"))
+    bos, eos = tok.added_ids[BOS], tok.added_ids[EOS]
+    state = cpu_state(model)
+    ship(args.out, "model", lambda d: export_model(state, cfg, d, bos, eos, None))
     write_summary()
 
     # 2. the drafter, on the shipped form of the target (experts quantised to NVFP4)
@@ -397,7 +407,7 @@ def main():
         try:
             target = TinyM3(cfg)
             target.load_state_dict(model.state_dict())
-            quantize_experts_(target)
+            shipped_form_(target)
             target.to(device).eval()
             for p in target.parameters():
                 p.requires_grad_(False)
@@ -409,8 +419,8 @@ def main():
             drafter.to(device).train()
             summary["drafter"] = train_drafter(target, drafter, train, args, device, args.out, budget)
             summary["drafter"]["parameters"] = sum(p.numel() for p in drafter.parameters())
-            save({"config": dc.__dict__, "state": cpu_state(drafter), "summary": summary["drafter"]},
-                 os.path.join(args.out, "drafter.pt"))
+            dstate = cpu_state(drafter)
+            ship(args.out, "drafter", lambda d: export_drafter(dstate, dc, d))
             del target
         except Exception as e:  # keep the model and go on
             summary["drafter"] = {"error": repr(e)}
@@ -428,8 +438,11 @@ def main():
     else:
         try:
             summary["noqat"] = train_noqat(model, snapshot, lrs, train, held, args, device, args.out)
-            save({"config": cfg.__dict__, "state": cpu_state(model), "summary": summary["noqat"]},
-                 os.path.join(args.out, "noqat.pt"))
+            nstate = cpu_state(model)
+            ship(args.out, "noqat", lambda d: export_model(
+                nstate, cfg, d, bos, eos, None,
+                note="The no-QAT ablation of MSA Engine's default model (same steps and batches, the last phase "
+                     "without fake quantisation); used by docs/quality.md only."))
         except Exception as e:
             summary["noqat"] = {"error": repr(e)}
             log("no-QAT ablation FAILED:\n" + traceback.format_exc())
