@@ -30,7 +30,7 @@ namespace {
 
 using namespace detail;
 
-constexpr int kQc = 16;             // queries per attention work chunk
+constexpr int kQc = 16;                            // queries per attention work chunk
 constexpr int kTileBytes = kBlock * kHeadDim * 2;  // FP16 [128][128] tile
 constexpr int kScanThreads = 1024;
 
@@ -47,7 +47,9 @@ __device__ __forceinline__ void ldsm_x4_trans(std::uint32_t (&r)[4], const void*
                  : "r"(a));
 }
 // Byte offset of 16-byte chunk `chunk` (0..15) of row `row` in a swizzled FP16 [128][128] tile.
-__device__ __forceinline__ int tile_off(int row, int chunk) { return row * 256 + (((chunk ^ row) & 7) | (chunk & 8)) * 16; }
+__device__ __forceinline__ int tile_off(int row, int chunk) {
+    return row * 256 + (((chunk ^ row) & 7) | (chunk & 8)) * 16;
+}
 
 // E2M1 byte (two codes, element 2i in the low nibble) -> f16x2 bits, exact.
 __device__ void build_fp4_lut(std::uint32_t* lut, int tid, int nthreads) {
@@ -97,8 +99,12 @@ __device__ __forceinline__ std::uint32_t ld_e4m3x2(const std::uint8_t* p) {
 
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
-    const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int4* items;
-    float* scores; int max_blocks, row_base, item0;
+    const std::uint8_t* iq;
+    const std::uint8_t* ik_cache;
+    const int* page_table;
+    const int4* items;
+    float* scores;
+    int max_blocks, row_base, item0;
 };
 constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes + 256 * 4;
 
@@ -192,10 +198,18 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
 
 // ---------------------------------------------------------------- 2. keyed top-k
 struct PfMeta {
-    const int* tok_seq; const int* tok_pos; const int* blk_seq; const int* blk_b; const int* seq_kv; const int* seq_base;
+    const int* tok_seq;
+    const int* tok_pos;
+    const int* blk_seq;
+    const int* blk_b;
+    const int* seq_kv;
+    const int* seq_base;
 };
 struct PfTopk {
-    const float* scores; PfMeta m; int* topk_out; unsigned* counts;
+    const float* scores;
+    PfMeta m;
+    int* topk_out;
+    unsigned* counts;
     int max_blocks, nkv, topk, total_blocks, t0, rows;
 };
 
@@ -259,7 +273,12 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
 
 // ---------------------------------------------------------------- 3. scan
 struct PfScan {
-    unsigned* counts; int* list_off; int* cursor; int* chunk_off; int* chunk_list; int n;
+    unsigned* counts;
+    int* list_off;
+    int* cursor;
+    int* chunk_off;
+    int* chunk_list;
+    int n;
 };
 __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
     using Scan = cub::BlockScan<int, kScanThreads>;
@@ -296,7 +315,11 @@ __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
 
 // ---------------------------------------------------------------- 4. fill
 struct PfFill {
-    const int* topk_out; PfMeta m; int* cursor; int* entries; int nkv, topk, total_blocks, t0, n;
+    const int* topk_out;
+    PfMeta m;
+    int* cursor;
+    int* entries;
+    int nkv, topk, total_blocks, t0, n;
 };
 __global__ void pf_fill_kernel(const PfFill p) {
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
@@ -311,9 +334,17 @@ __global__ void pf_fill_kernel(const PfFill p) {
 
 // ---------------------------------------------------------------- 5. gathered sparse attention
 struct PfAttn {
-    const std::uint8_t* q; const std::uint8_t* k_cache; const std::uint8_t* v_cache; const int* page_table; PfMeta m;
-    const int* list_off; const int* chunk_off; const int* chunk_list; const int* entries;
-    __half* part_o; float* part_lse;
+    const std::uint8_t* q;
+    const std::uint8_t* k_cache;
+    const std::uint8_t* v_cache;
+    const int* page_table;
+    PfMeta m;
+    const int* list_off;
+    const int* chunk_off;
+    const int* chunk_list;
+    const int* entries;
+    __half* part_o;
+    float* part_lse;
     int nq, nkv, G, topk, total_blocks, max_blocks, t0, n_lists;
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes + 256 * 4;
@@ -438,7 +469,11 @@ __global__ void __launch_bounds__(128) pf_attn_kernel(const PfAttn p) {
 
 // ---------------------------------------------------------------- 6. combine
 struct PfCombine {
-    const __half* part_o; const float* part_lse; const int* topk_out; float* out; int nq, nkv, G, topk, t0;
+    const __half* part_o;
+    const float* part_lse;
+    const int* topk_out;
+    float* out;
+    int nq, nkv, G, topk, t0;
 };
 constexpr int kMaxHeads = 256;
 __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
@@ -483,7 +518,9 @@ int sm_count() {
     detail::check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
 }
-std::size_t align256(std::size_t x) { return (x + 255) & ~std::size_t(255); }
+std::size_t align256(std::size_t x) {
+    return (x + 255) & ~std::size_t(255);
+}
 
 }  // namespace
 
@@ -526,12 +563,14 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const int topk = geo.topk;
     const std::size_t N = static_cast<std::size_t>(nkv) * TB;
     // Workspace per window token and fixed parts.
-    const std::size_t per_tok = static_cast<std::size_t>(nkv) * max_blocks * 4 +                 // scores
-                                static_cast<std::size_t>(nkv) * topk * 16 * kHeadDim * 2 +      // partial O
-                                static_cast<std::size_t>(nkv) * topk * 16 * 4 +                 // partial LSE
-                                static_cast<std::size_t>(nkv) * topk * 4 * 2;                   // entries, chunks
+    const std::size_t per_tok = static_cast<std::size_t>(nkv) * max_blocks * 4 +            // scores
+                                static_cast<std::size_t>(nkv) * topk * 16 * kHeadDim * 2 +  // partial O
+                                static_cast<std::size_t>(nkv) * topk * 16 * 4 +             // partial LSE
+                                static_cast<std::size_t>(nkv) * topk * 4 * 2;               // entries, chunks
     // Tiles and indexer items.
-    struct Tile { int t0, t1, seq, nblk; };
+    struct Tile {
+        int t0, t1, seq, nblk;
+    };
     std::vector<Tile> tiles;
     {
         int tok = 0;
@@ -546,8 +585,9 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         }
     }
     std::size_t fixed = 6 * (N + 1) * 4 + (2 * T + 2 * TB + 2 * p.batch) * 4 + 4096;
-    for (const Tile& t : tiles) fixed += static_cast<std::size_t>((t.nblk + opt.idx_blocks_per_item - 1) / opt.idx_blocks_per_item) * 32;
-    long long W = opt.window_tokens > 0 ? opt.window_tokens
+    for (const Tile& t : tiles)
+        fixed += static_cast<std::size_t>((t.nblk + opt.idx_blocks_per_item - 1) / opt.idx_blocks_per_item) * 32;
+    long long W = opt.window_tokens > 0       ? opt.window_tokens
                   : opt.max_workspace > fixed ? static_cast<long long>((opt.max_workspace - fixed) / per_tok)
                                               : 0;
     W = std::max<long long>(W, p.tile_tokens);
@@ -559,7 +599,8 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         while (i < tiles.size() && (tiles[i].t1 - w.t0 <= W || tiles[i].t0 == w.t0)) {
             const Tile& t = tiles[i];
             for (int b = 0; b < t.nblk; b += opt.idx_blocks_per_item) {
-                const int v[8] = {t.seq, t.t0 * nkv, (t.t1 - t.t0) * nkv, b, std::min(t.nblk, b + opt.idx_blocks_per_item), 0, 0, 0};
+                const int v[8] = {
+                    t.seq, t.t0 * nkv, (t.t1 - t.t0) * nkv, b, std::min(t.nblk, b + opt.idx_blocks_per_item), 0, 0, 0};
                 p.items.insert(p.items.end(), v, v + 8);
             }
             w.t1 = t.t1;
@@ -572,7 +613,11 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const std::size_t Wt = static_cast<std::size_t>(p.window_tokens);
     const std::size_t picks = Wt * nkv * topk;
     std::size_t off = 0;
-    auto take = [&](std::size_t bytes) { const std::size_t o = off; off += align256(bytes); return o; };
+    auto take = [&](std::size_t bytes) {
+        const std::size_t o = off;
+        off += align256(bytes);
+        return o;
+    };
     p.meta_tok_seq = 0;
     p.meta_tok_pos = p.meta_tok_seq + T;
     p.meta_blk_seq = p.meta_tok_pos + T;
@@ -592,13 +637,16 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttnSmem)));
+    detail::check(
+        cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttnSmem)));
     detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pf_attn_kernel, 128, kAttnSmem));
     p.attn_ctas = std::max(1, per_sm) * sm_count();
     static bool attrs_set = false;
     if (!attrs_set) {
-        detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kIdxSmem)));
-        detail::check(cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttnSmem)));
+        detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kIdxSmem)));
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kAttnSmem)));
         attrs_set = true;
     }
     return p;
@@ -612,7 +660,8 @@ void init_prefill_workspace(const MsaPrefillPlan& p, void* workspace, cudaStream
         meta.insert(meta.end(), v->begin(), v->end());
     detail::check(cudaMemcpyAsync(ws + p.meta_off, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice, stream));
     if (!p.items.empty())
-        detail::check(cudaMemcpyAsync(ws + p.items_off, p.items.data(), p.items.size() * 4, cudaMemcpyHostToDevice, stream));
+        detail::check(
+            cudaMemcpyAsync(ws + p.items_off, p.items.data(), p.items.size() * 4, cudaMemcpyHostToDevice, stream));
     detail::check(cudaMemsetAsync(ws + p.counts_off, 0, static_cast<std::size_t>(p.num_lists()) * 4, stream));
     detail::check(cudaStreamSynchronize(stream));  // `meta` is a local buffer
 }
@@ -620,8 +669,8 @@ void init_prefill_workspace(const MsaPrefillPlan& p, void* workspace, cudaStream
 void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t stream) {
     auto* ws = static_cast<std::uint8_t*>(a.workspace);
     const int* meta = reinterpret_cast<const int*>(ws + p.meta_off);
-    const PfMeta m{meta + p.meta_tok_seq, meta + p.meta_tok_pos, meta + p.meta_blk_seq, meta + p.meta_blk_b,
-                   meta + p.meta_seq_kv, meta + p.meta_seq_base};
+    const PfMeta m{meta + p.meta_tok_seq, meta + p.meta_tok_pos, meta + p.meta_blk_seq,
+                   meta + p.meta_blk_b,   meta + p.meta_seq_kv,  meta + p.meta_seq_base};
     auto* scores = reinterpret_cast<float*>(ws + p.scores_off);
     auto* counts = reinterpret_cast<unsigned*>(ws + p.counts_off);
     auto* list_off = reinterpret_cast<int*>(ws + p.list_off_off);
@@ -636,19 +685,22 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
     for (const MsaPrefillPlan::Window& w : p.windows) {
         const int rows = (w.t1 - w.t0) * nkv;
         if (w.item1 > w.item0) {
-            const PfIdx ip{a.iq, a.ik_cache, a.page_table, reinterpret_cast<const int4*>(ws + p.items_off), scores,
-                           p.max_blocks, w.t0 * nkv, w.item0};
+            const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
+                           scores, p.max_blocks, w.t0 * nkv,   w.item0};
             pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
         }
         const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
         pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
         pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(PfScan{counts, list_off, cursor, chunk_off, chunk_list, N});
         const int n = rows * topk;
-        pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q, a.k_cache, a.v_cache, a.page_table, m, list_off, chunk_off, chunk_list, entries, part_o,
-                        part_lse, nq, nkv, G, topk, p.total_blocks, p.max_blocks, w.t0, N};
+        pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+            PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
+        const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
+                        chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
+                        topk,       p.total_blocks, p.max_blocks, w.t0,         N};
         pf_attn_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
+        pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
+            PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
         detail::check(cudaGetLastError());
     }
 }

@@ -29,20 +29,20 @@ struct MsaPrefillSeq {
 
 struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
-    int window_tokens = 0;                              // > 0: force the window (tokens, rounded to whole tiles)
-    int idx_blocks_per_item = 16;                       // index-K blocks one indexer CTA scores with its query tile
+    int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
+    int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
 };
 
 struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;     // tokens of one indexer tile (128 / num_kv_heads rows of index queries)
-    int window_tokens = 0;   // largest window
-    int attn_ctas = 0;       // persistent attention grid
+    int tile_tokens = 0;    // tokens of one indexer tile (128 / num_kv_heads rows of index queries)
+    int window_tokens = 0;  // largest window
+    int attn_ctas = 0;      // persistent attention grid
     struct Window {
-        int t0 = 0, t1 = 0;          // flattened token range
-        int item0 = 0, item1 = 0;    // indexer work items
+        int t0 = 0, t1 = 0;        // flattened token range
+        int item0 = 0, item1 = 0;  // indexer work items
     };
     std::vector<Window> windows;
     // Host metadata uploaded by init_prefill_workspace.
@@ -69,11 +69,13 @@ void init_prefill_workspace(const MsaPrefillPlan& plan, void* workspace, cudaStr
 struct MsaPrefillArgs {
     const std::uint8_t* q;   // E4M3 [tokens][num_q_heads][128]
     const std::uint8_t* iq;  // E4M3 [tokens][num_kv_heads][128]
-    const std::uint8_t* k_cache; const std::uint8_t* v_cache; const std::uint8_t* ik_cache;
-    const int* page_table;   // [batch][max_blocks]
-    float* out;              // FP32 [tokens][num_q_heads][128]
-    int* topk_out;           // [tokens][num_kv_heads][topk] logical block ids (-1 padded, local last)
-    void* workspace;         // plan.total_bytes, initialised by init_prefill_workspace
+    const std::uint8_t* k_cache;
+    const std::uint8_t* v_cache;
+    const std::uint8_t* ik_cache;
+    const int* page_table;  // [batch][max_blocks]
+    float* out;             // FP32 [tokens][num_q_heads][128]
+    int* topk_out;          // [tokens][num_kv_heads][topk] logical block ids (-1 padded, local last)
+    void* workspace;        // plan.total_bytes, initialised by init_prefill_workspace
 };
 // Numerics: index scores exact (E4M3 index queries times exactly dequantised index keys, FP16 operands, FP32
 // accumulation); attention per selected block with exact FP16 Q and K/V, FP32 logits and softmax, P rounded to
