@@ -47,22 +47,11 @@ def graph_time_us(fn_for_rot, R, calls=40, warm=3, reps=10):
         def run():
             for c in range(calls):
                 fn_for_rot(c % R)
-    for _ in range(warm):
-        run()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        run()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1000.0 / calls)
-    ts.sort()
-    return ts[len(ts) // 2], graphed
+    return eager_time_ms(run, warm, reps) * 1000.0 / calls, graphed
 
 
 def eager_time_ms(fn, warm=1, reps=3):
+    """Median over `reps` timed calls of fn (after `warm` untimed ones), milliseconds."""
     for _ in range(warm):
         fn()
     torch.cuda.synchronize()

@@ -187,9 +187,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
-    float scale = 65534.0f / (mx - mn);
-    if (!isfinite(scale)) scale = 0.f;
-    const float bias = fmaf(-mn, scale, 1.5f);
+    const KeyedQuant kq = keyed_quant(mn, mx);
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
@@ -205,26 +203,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         for (int k = 0; k < 16; ++k) {
             const int i = base + lane + 32 * k;
             if (i >= n) break;
-            const float f = fminf(fmaxf(fmaf(v[k], scale, bias), 0.f), 65535.f);
-            std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
-#pragma unroll
-            for (int j = 0; j < 15; ++j) {
-                const std::uint32_t hi = max(top[j], x);
-                x = min(top[j], x);
-                top[j] = hi;
-            }
+            top15_insert(top, keyed_key(v[k], kq, i));
         }
     }
-    int mine = local;  // lane k keeps the k-th pick; lane topk-1 the local block
-    for (int k = 0; k + 1 < p.topk; ++k) {
-        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
-        if (top[0] == best) {
-#pragma unroll
-            for (int j = 0; j < 14; ++j) top[j] = top[j + 1];
-            top[14] = 0;
-        }
-        if (lane == k) mine = static_cast<int>(~best & 0xFFFFu);
-    }
+    const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     if (lane < p.topk) {  // all page-table lookups in parallel
         out[lane] = mine;
         pages[lane] = pt[mine];

@@ -89,4 +89,42 @@ __device__ __forceinline__ float warp_min(float v) {
     return v;
 }
 
+// ---------------------------------------------------------------- keyed top-k pieces (msa.md section 3)
+// The row's 16-bit quantiser from its warp-reduced history min and max: key = (q << 16) | (~block & 0xFFFF).
+struct KeyedQuant {
+    float scale, bias;
+};
+__device__ __forceinline__ KeyedQuant keyed_quant(float mn, float mx) {
+    float scale = 65534.0f / (mx - mn);
+    if (!isfinite(scale)) scale = 0.f;
+    return {scale, fmaf(-mn, scale, 1.5f)};
+}
+__device__ __forceinline__ std::uint32_t keyed_key(float v, const KeyedQuant& q, int block) {
+    const float f = fminf(fmaxf(fmaf(v, q.scale, q.bias), 0.f), 65535.f);
+    return (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(block) & 0xFFFFu);
+}
+// Inserts x into a lane's descending list of its 15 largest keys.
+__device__ __forceinline__ void top15_insert(std::uint32_t (&top)[15], std::uint32_t x) {
+#pragma unroll
+    for (int j = 0; j < 15; ++j) {
+        const std::uint32_t hi = max(top[j], x);
+        x = min(top[j], x);
+        top[j] = hi;
+    }
+}
+// k - 1 rounds of warp max over the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
+// lanes keep `mine`.
+__device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {
+    for (int j = 0; j + 1 < k; ++j) {
+        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
+        if (top[0] == best) {
+#pragma unroll
+            for (int q = 0; q < 14; ++q) top[q] = top[q + 1];
+            top[14] = 0;
+        }
+        if (lane == j) mine = static_cast<int>(~best & 0xFFFFu);
+    }
+    return mine;
+}
+
 }  // namespace msa::cuda::detail

@@ -221,35 +221,12 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
         mn = fminf(mn, v);
         mx = fmaxf(mx, v);
     }
-    mn = warp_min(mn);
-    mx = warp_max(mx);
-    float scale = 65534.0f / (mx - mn);
-    if (!isfinite(scale)) scale = 0.f;
-    const float bias = fmaf(-mn, scale, 1.5f);
+    const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    for (int i = lane; i < n; i += 32) {
-        const float f = fminf(fmaxf(fmaf(sc[i], scale, bias), 0.f), 65535.f);
-        std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
-#pragma unroll
-        for (int j = 0; j < 15; ++j) {
-            const std::uint32_t hi = max(top[j], x);
-            x = min(top[j], x);
-            top[j] = hi;
-        }
-    }
-    int mine = -1;
-    for (int j = 0; j + 1 < k; ++j) {
-        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
-        if (top[0] == best) {
-#pragma unroll
-            for (int q = 0; q < 14; ++q) top[q] = top[q + 1];
-            top[14] = 0;
-        }
-        if (lane == j) mine = static_cast<int>(~best & 0xFFFFu);
-    }
-    return mine;
+    for (int i = lane; i < n; i += 32) top15_insert(top, keyed_key(sc[i], kq, i));
+    return top15_pick(top, k, lane, -1);
 }
 
 __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
@@ -500,15 +477,27 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
         for (int sl = 0; sl < 16; ++sl) s_w[qh][sl] = v[sl] * inv;
     }
     __syncthreads();
-    for (int qh = 0; qh < p.nq; ++qh) {
+    // Two heads per pass, two dims per thread; the <= 16 partial loads of a head are all issued before the sums.
+    // Slots without a pick hold stale workspace bytes (maybe NaN): their products are discarded, never added.
+    const int d2 = (tid & 63) * 2;
+    for (int qh = tid >> 6; qh < p.nq; qh += 2) {
         const int g = qh / p.G, hh = qh - g * p.G;
-        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + tid;
-        float acc = 0.f;
-        for (int sl = 0; sl < p.topk; ++sl) {
+        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d2;
+        __half2 v[16];
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl)
+            v[sl] = sl < p.topk ? *reinterpret_cast<const __half2*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim)
+                                : __floats2half2_rn(0.f, 0.f);
+        float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
             const float wgt = s_w[qh][sl];
-            if (wgt != 0.f) acc = fmaf(wgt, __half2float(po[static_cast<std::size_t>(sl) * 16 * kHeadDim]), acc);
+            const float2 f = __half22float2(v[sl]);
+            a0 += wgt != 0.f ? wgt * f.x : 0.f;
+            a1 += wgt != 0.f ? wgt * f.y : 0.f;
         }
-        p.out[(static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + tid] = acc;
+        *reinterpret_cast<float2*>(p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d2) =
+            make_float2(a0, a1);
     }
 }
 
