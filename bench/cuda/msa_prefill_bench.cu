@@ -93,12 +93,18 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     CK(cudaMalloc(&dq, nqb * R));
     CK(cudaMalloc(&diq, niq * R));
     {
-        std::vector<std::uint8_t> h(std::max(nqb, niq));
-        for (int r = 0; r < R; ++r) {
-            for (auto& x : h) x = 0x30 + (rng() % 24) + (rng() & 0x80);  // E4M3 magnitudes 0.5..3.5, random sign
-            CK(cudaMemcpy(dq + nqb * r, h.data(), nqb, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(diq + niq * r, h.data(), niq, cudaMemcpyHostToDevice));
-        }
+        // E4M3 magnitudes 0.5..3.5 with random signs: a 4 MiB random pattern (an odd number of bytes, so rows do
+        // not repeat in step with the head layout), replicated on the device
+        const size_t pat = 4194301;
+        std::vector<std::uint8_t> h(pat);
+        for (auto& x : h) x = 0x30 + (rng() % 24) + (rng() & 0x80);
+        auto fill = [&](std::uint8_t* d, size_t n) {
+            CK(cudaMemcpy(d, h.data(), std::min(n, pat), cudaMemcpyHostToDevice));
+            for (size_t done = std::min(n, pat); done < n; done *= 2)
+                CK(cudaMemcpy(d + done, d, std::min(done, n - done), cudaMemcpyDeviceToDevice));
+        };
+        fill(dq, nqb * R);
+        fill(diq, niq * R);
     }
     float* dout;
     int* dtop;
