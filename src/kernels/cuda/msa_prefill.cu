@@ -326,7 +326,7 @@ struct PfAttn {
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes + 256 * 4;
 
-__global__ void __launch_bounds__(128) pf_attn_kernel(const PfAttn p) {
+__global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
