@@ -88,8 +88,23 @@ for step in ${STEPS//,/ }; do
   esac
 done
 echo "=== done at $(( $(date +%s) - START )) s" >> "$R/steps.log"
+BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29.json}
 python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/bench.json" --torch "$R/torch.json" \
-  --results "$R/compare.json" --date "$(date -u +%F)" > "$R/summary.md" 2> "$R/summary.err"
+  --results "$R/compare.json" --date "$(date -u +%F)" --commit "$(cat "$R/commit.txt" 2>/dev/null)" \
+  --baseline "$BASE" > "$R/summary.md" 2> "$R/summary.err"
+{ # compact verdicts: tests, sanitizers, prefill kernel times under the profiler
+  echo "## Verdicts (commit $(cut -c1-7 "$R/commit.txt" 2>/dev/null))"; echo
+  for f in ptest test; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -c 'PASS$' "$R/$f.log") PASS lines, $(grep -c FAIL "$R/$f.log") FAIL lines," \
+      "$(grep -E '^ALL PASSED|rc=' "$R/$f.log" | tr '\n' ' ')"
+  done
+  [ -f "$R/ptest.log" ] && echo "- prefill max |out - cpu|: $(grep -o 'max |out - cpu| = [0-9.e-]*' "$R/ptest.log" | sort -t= -k2 -g | tail -1)"
+  for f in pmemcheck pracecheck; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
+  done
+  [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z]*_kernel/{match($0,/pf_[a-z]*_kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
+  echo
+} >> "$R/summary.md"
 cp "$R/summary.md" "$OUTD/summary.md"
 tar czf "$OUTD/results.tgz" -C "$OUTD" r && rm -rf "$R"
 cat "$OUTD/summary.md"
