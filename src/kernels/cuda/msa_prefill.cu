@@ -337,13 +337,88 @@ struct PfAttn {
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
 
+// One gathered query (token t, KV head g) against the chunk's K tile: S = Q K^T with the group's 16 query heads as
+// the MMA rows, causal mask (keys > lim hidden), softmax over the block in FP32; the unnormalised probabilities
+// come back as FP16 A fragments for P V, with the base-2 LSE and 1 / sum of rows r and r + 8.
+struct QueryProbs {
+    std::uint32_t pa[8][4];
+    float lse[2], inv[2];
+};
+__device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
+                                            QueryProbs& out) {
+    const int r = (lane & 31) >> 2, c = lane & 3;
+    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
+    std::uint32_t qa[8][4];
+    {
+        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
+        load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
+    }
+    float s[16][4];
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+        for (int np = 0; np < 8; ++np) {
+            std::uint32_t bf[4];
+            ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
+            mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
+            mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
+        }
+    if (lim < kBlock - 1) {
+#pragma unroll
+        for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+            for (int e2 = 0; e2 < 4; ++e2)
+                if (nt * 8 + 2 * c + (e2 & 1) > lim) s[nt][e2] = -CUDART_INF_F;
+    }
+    float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        m0 = fmaxf(m0, fmaxf(s[nt][0], s[nt][1]));
+        m1 = fmaxf(m1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
+    const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
+    float l0 = 0.f, l1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
+        s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
+        s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
+        s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
+        l0 += s[nt][0] + s[nt][1];
+        l1 += s[nt][2] + s[nt][3];
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+        out.pa[ks][0] = pack_h2(s[2 * ks][0], s[2 * ks][1]);
+        out.pa[ks][1] = pack_h2(s[2 * ks][2], s[2 * ks][3]);
+        out.pa[ks][2] = pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        out.pa[ks][3] = pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+    out.lse[0] = m0 * kLog2eOverSqrtD + log2f(l0);
+    out.lse[1] = m1 * kLog2eOverSqrtD + log2f(l1);
+    out.inv[0] = 1.f / l0;
+    out.inv[1] = 1.f / l1;
+}
+
+// QPW gathered queries per warp at a time: their P V products share every V fragment (QPW = 2 halves the V
+// ldmatrix traffic per query). O is computed in two halves of the (permuted) dims to bound the registers.
+template <int QPW>
 __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int total = p.chunk_off[p.n_lists];
-    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
     const int vkey = (((lane >> 3) & 1) << 3) + (lane & 7), vchunk = lane >> 4;  // V (transposed loads)
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
         const int L = p.chunk_list[w];
@@ -358,101 +433,74 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         dequant_page(p.k_cache + rec, valid, kt, tid);
         dequant_page(p.v_cache + rec, valid, vt, tid);
         __syncthreads();
-        for (int e = begin + warp; e < end; e += 4) {
-            const int code = p.entries[e], tl = code >> 4, slot = code & 15, t = p.t0 + tl;
-            const int lim = p.m.tok_pos[t] - b * kBlock;  // keys <= lim are visible (>= 0: b <= local)
-            std::uint32_t qa[8][4];
-            {
-                const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
-                load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c,
-                            qa);
-            }
-            float s[16][4];
+        for (int e = begin + QPW * warp; e < end; e += 4 * QPW) {
+            const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
+            QueryProbs qp[QPW];
+            std::size_t unit[QPW];
 #pragma unroll
-            for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+            for (int q = 0; q < QPW; ++q) {
+                unit[q] = 0;
+                if (q < nqw) {
+                    const int code = p.entries[e + q], tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+                    // keys <= lim are visible (>= 0: b <= local)
+                    query_probs(p, kt, t, g, p.m.tok_pos[t] - b * kBlock, lane, qp[q]);
+                    unit[q] = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
+                } else {
 #pragma unroll
-            for (int ks = 0; ks < 8; ++ks)
-#pragma unroll
-                for (int np = 0; np < 8; ++np) {
-                    std::uint32_t bf[4];
-                    ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
-                    mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
-                    mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
-                }
-            if (lim < kBlock - 1) {
-#pragma unroll
-                for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-                    for (int e2 = 0; e2 < 4; ++e2)
-                        if (nt * 8 + 2 * c + (e2 & 1) > lim) s[nt][e2] = -CUDART_INF_F;
-            }
-            float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
-#pragma unroll
-            for (int nt = 0; nt < 16; ++nt) {
-                m0 = fmaxf(m0, fmaxf(s[nt][0], s[nt][1]));
-                m1 = fmaxf(m1, fmaxf(s[nt][2], s[nt][3]));
-            }
-            m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
-            m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
-            m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
-            m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
-            const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
-            float l0 = 0.f, l1 = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < 16; ++nt) {
-                s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
-                s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
-                s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
-                s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
-                l0 += s[nt][0] + s[nt][1];
-                l1 += s[nt][2] + s[nt][3];
-            }
-            l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-            l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-            l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-            l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-            float o[16][4];
-#pragma unroll
-            for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
-#pragma unroll
-            for (int ks = 0; ks < 8; ++ks) {
-                const std::uint32_t pa[4] = {pack_h2(s[2 * ks][0], s[2 * ks][1]), pack_h2(s[2 * ks][2], s[2 * ks][3]),
-                                             pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                                             pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
-#pragma unroll
-                for (int np = 0; np < 8; ++np) {
-                    std::uint32_t bf[4];
-                    ldsm_x4_trans(bf, vt + tile_off(ks * 16 + vkey, 2 * np + vchunk));
-                    mma16816(o[2 * np], pa, bf[0], bf[1]);
-                    mma16816(o[2 * np + 1], pa, bf[2], bf[3]);
+                    for (int ks = 0; ks < 8; ++ks)
+                        qp[q].pa[ks][0] = qp[q].pa[ks][1] = qp[q].pa[ks][2] = qp[q].pa[ks][3] = 0u;
                 }
             }
-            const std::size_t unit = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
-            __half* po = p.part_o + unit * 16 * kHeadDim;
-            const float i0 = 1.f / l0, i1 = 1.f / l1;
-            // o[4m + i][e] (row r; [2 + e]: row r + 8) is dim 32c + 8m + i + 4e (the permuted V tile order)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                if (r + 8 * h >= p.G) continue;
-                const float inv = h == 0 ? i0 : i1;
-                __half* dst = po + (r + 8 * h) * kHeadDim + 32 * c;
+            for (int half = 0; half < 2; ++half) {
+                float o[QPW][8][4];
 #pragma unroll
-                for (int m = 0; m < 4; ++m) {
-                    const float(&x0)[4] = o[4 * m];
-                    const float(&x1)[4] = o[4 * m + 1];
-                    const float(&x2)[4] = o[4 * m + 2];
-                    const float(&x3)[4] = o[4 * m + 3];
-                    const uint4 v =
-                        make_uint4(pack_h2(x0[2 * h] * inv, x1[2 * h] * inv), pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
-                                   pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
-                                   pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv));
-                    *reinterpret_cast<uint4*>(dst + 8 * m) = v;
+                for (int q = 0; q < QPW; ++q)
+#pragma unroll
+                    for (int nd = 0; nd < 8; ++nd) o[q][nd][0] = o[q][nd][1] = o[q][nd][2] = o[q][nd][3] = 0.f;
+#pragma unroll
+                for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+                    for (int np = 0; np < 4; ++np) {
+                        std::uint32_t bf[4];
+                        ldsm_x4_trans(bf, vt + tile_off(ks * 16 + vkey, 2 * (4 * half + np) + vchunk));
+#pragma unroll
+                        for (int q = 0; q < QPW; ++q) {
+                            mma16816(o[q][2 * np], qp[q].pa[ks], bf[0], bf[1]);
+                            mma16816(o[q][2 * np + 1], qp[q].pa[ks], bf[2], bf[3]);
+                        }
+                    }
+                    // o[q][4mm + i][e] (row r; [2 + e]: row r + 8) is dim 32c + 8m + i + 4e with m = 2 half + mm (the
+                    // permuted V tile order): 16 contiguous dims per row and half, two 16-byte stores
+#pragma unroll
+                for (int q = 0; q < QPW; ++q) {
+                    if (q >= nqw) continue;
+                    __half* po = p.part_o + unit[q] * 16 * kHeadDim;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        if (r + 8 * h >= p.G) continue;
+                        const float inv = qp[q].inv[h];
+                        __half* dst = po + (r + 8 * h) * kHeadDim + 32 * c + 16 * half;
+#pragma unroll
+                        for (int mm = 0; mm < 2; ++mm) {
+                            const float(&x0)[4] = o[q][4 * mm];
+                            const float(&x1)[4] = o[q][4 * mm + 1];
+                            const float(&x2)[4] = o[q][4 * mm + 2];
+                            const float(&x3)[4] = o[q][4 * mm + 3];
+                            *reinterpret_cast<uint4*>(dst + 8 * mm) = make_uint4(
+                                pack_h2(x0[2 * h] * inv, x1[2 * h] * inv), pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
+                                pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
+                                pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv));
+                        }
+                    }
                 }
             }
-            if (c == 0) {
-                if (r < p.G) p.part_lse[unit * 16 + r] = m0 * kLog2eOverSqrtD + log2f(l0);
-                if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = m1 * kLog2eOverSqrtD + log2f(l1);
-            }
+#pragma unroll
+            for (int q = 0; q < QPW; ++q)
+                if (q < nqw && c == 0) {
+                    if (r < p.G) p.part_lse[unit[q] * 16 + r] = qp[q].lse[0];
+                    if (r + 8 < p.G) p.part_lse[unit[q] * 16 + r + 8] = qp[q].lse[1];
+                }
         }
     }
 }
@@ -638,19 +686,22 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
-    int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(
-        cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttnSmem)));
-    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pf_attn_kernel, 128, kAttnSmem));
-    p.attn_ctas = std::max(1, per_sm) * sm_count();
+    p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
+    const void* attn = p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
+                                       : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
     if (!attrs_set) {
         detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(kIdxSmem)));
-        detail::check(cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kAttnSmem)));
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(kAttnSmem)));
         attrs_set = true;
     }
+    int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
+    p.attn_ctas = std::max(1, per_sm) * sm_count();
     return p;
 }
 
@@ -700,7 +751,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
                         chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
                         topk,       p.total_blocks, p.max_blocks, w.t0,         N};
-        pf_attn_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        if (p.attn_qpw == 1)
+            pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        else
+            pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
             PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
         detail::check(cudaGetLastError());
