@@ -69,7 +69,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
 void init_prefill_workspace(const MsaPrefillPlan& plan, void* workspace, cudaStream_t stream);
 
 struct MsaPrefillArgs {
-    const std::uint8_t* q;   // E4M3 [tokens][num_q_heads][128]
+    const std::uint8_t* q;   // E4M3 [tokens][num_q_heads][128] (16-byte aligned, as q and iq are read in 16 B)
     const std::uint8_t* iq;  // E4M3 [tokens][num_kv_heads][128]
     const std::uint8_t* k_cache;
     const std::uint8_t* v_cache;
