@@ -4,7 +4,8 @@
 // replay takes about 100 ms, at least 1), 2 warm-up replays and 10 timed replays, median per call; inputs rotated
 // over several page tables and query sets while one set is smaller than 128 MiB (the working set then exceeds 2x
 // the 60 MiB L2); planning and input construction excluded. Prints one JSON object.
-// Usage: msa_cuda_prefill_bench [set | case q_len kv_len]
+// Usage: msa_cuda_prefill_bench [set | case q_len kv_len]; MSA_PF_QPW=1|2 picks the gathered queries per attention
+// warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's).
 #include "kernels/cuda/msa_prefill.h"
 
 #include <algorithm>
@@ -114,7 +115,9 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     MsaGeometry geo{nq, nkv, topk};
     const MsaPrefillSeq seq{q_len, kv_len};
     const auto t_plan0 = std::chrono::steady_clock::now();
-    MsaPrefillPlan plan = make_prefill_plan(geo, {&seq, 1}, max_blocks);
+    MsaPrefillOptions opt;
+    if (const char* qpw = std::getenv("MSA_PF_QPW")) opt.attn_queries_per_warp = std::atoi(qpw);
+    MsaPrefillPlan plan = make_prefill_plan(geo, {&seq, 1}, max_blocks, opt);
     const double plan_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_plan0).count();
     CK(cudaMalloc(&ws, plan.total_bytes));
@@ -180,11 +183,12 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
         "%s{\"case\":\"%s\",\"q_len\":%d,\"kv_len\":%d,\"ms\":%.4f,\"cv\":%.4f,\"calls_per_graph\":%d,\"rot\":%d,"
         "\"eager_ms\":%.4f,\"plan_ms\":%.3f,\"windows\":%zu,\"workspace_MB\":%.1f,"
         "\"floor_bytes\":%.0f,\"floor_ms\":%.4f,\"model_bytes\":%.0f,\"model_bytes_over_floor\":%.2f,"
-        "\"eff_bw_TBs_floor\":%.3f,\"frac_copy_bw_floor\":%.4f,\"frac_copy_bw_model\":%.4f,\"tflops\":%.1f",
+        "\"eff_bw_TBs_floor\":%.3f,\"frac_copy_bw_floor\":%.4f,\"frac_copy_bw_model\":%.4f,\"tflops\":%.1f,"
+        "\"attn_qpw\":%d",
         first ? "" : ",\n", name, q_len, kv_len, med, std::sqrt(var) / mean, calls, R, eager_ms, plan_ms,
         plan.windows.size(), plan.total_bytes / 1e6, floor_b, floor_b / bw * 1e3, model_b, model_b / floor_b,
         floor_b / (med * 1e-3) / 1e12, floor_b / (med * 1e-3) / bw, model_b / (med * 1e-3) / bw,
-        flops / (med * 1e-3) / 1e12);
+        flops / (med * 1e-3) / 1e12, plan.attn_qpw);
     if (peer)
         std::printf(
             ",\"vllm_ms\":%.2f,\"dense_sdpa_ms_workloads\":%.2f,\"torch_msa_ms_workloads\":%.1f,"

@@ -5,12 +5,13 @@
 #   OUT=<dir> BIN=gpubin bash bench/cuda/run_gpu.sh [steps]
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
-#   pbench     prefill set of workloads.md (msa_prefill_bench)
+#   pbench     prefill set of workloads.md (msa_prefill_bench);  pbench2  the same with 2 gathered queries per
+#              attention warp (MSA_PF_QPW=2);  pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
 #   sass|ncu   SASS statistics / Nsight Compute of decode;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
-# default: ptest,pbench,torch,test,pmemcheck,pracecheck,pncu,quick. Every step has its own time limit and a global
+# default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
 # budget TOTAL_T (default 500 s) caps them; a failing step does not stop the others. At the end everything is packed
 # into $OUT/results.tgz and the summary tables are printed (and kept as $OUT/summary.md).
 # When the staged binaries do not load, the decode test/bench and prefill bench are built here with nvcc (the
@@ -19,7 +20,7 @@
 OUTD=${OUT:-gpu_out}; mkdir -p "$OUTD/r"; R="$OUTD/r"
 BIN=${BIN:-gpubin}
 export LD_LIBRARY_PATH="$PWD/$BIN/lib:$LD_LIBRARY_PATH"
-STEPS=${1:-ptest,pbench,torch,test,pmemcheck,pracecheck,pncu,quick}
+STEPS=${1:-ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick}
 START=$(date +%s); TOTAL_T=${TOTAL_T:-500}
 lim() { local left=$(( TOTAL_T - ($(date +%s) - START) )); [ "$left" -lt "$1" ] && echo $(( left > 5 ? left : 5 )) || echo "$1"; }
 if ! "$BIN/msa_decode_test" --noop 2>/dev/null; then
@@ -51,6 +52,14 @@ for step in ${STEPS//,/ }; do
     pbench)
       timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench.json" 2>> "$R/pbench.err"
       echo "pbench rc=$?" >> "$R/pbench.err"; tail -2 "$R/pbench.err"; cat "$R/pbench.json";;
+    pbench2)
+      MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
+      echo "pbench2 rc=$?" >> "$R/pbench2.err"; tail -2 "$R/pbench2.err";;
+    pncu2)
+      MSA_PF_QPW=2 timeout $(lim 100) ncu --clock-control none --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_attn" -c 1 \
+        "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncu2.txt" 2>&1
+      grep -E "pf_|Duration|L1/TEX Cache|Achieved Occ|Issued Ipc" "$R/pncu2.txt" | head -12;;
     torch)
       PYTHONUNBUFFERED=1 timeout $(lim 140) python3 bench/cuda/torch_compare.py "$R/torch.json" > "$R/torch.log" 2>&1
       echo "torch rc=$?" >> "$R/torch.log"; tail -16 "$R/torch.log";;
@@ -82,14 +91,37 @@ for step in ${STEPS//,/ }; do
       echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log";;
     pmemcheck|pracecheck)
       if [ -x "$BIN/msa_prefill_test" ]; then
-        timeout $(lim 60) $CS --tool ${step#p} "$BIN/msa_prefill_test" --small > "$R/$step.log" 2>&1
+        timeout $(lim 120) $CS --tool ${step#p} "$BIN/msa_prefill_test" --small > "$R/$step.log" 2>&1
         echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log"
       fi;;
   esac
 done
 echo "=== done at $(( $(date +%s) - START )) s" >> "$R/steps.log"
+BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29.json}
 python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/bench.json" --torch "$R/torch.json" \
-  --results "$R/compare.json" --date "$(date -u +%F)" > "$R/summary.md" 2> "$R/summary.err"
+  --results "$R/compare.json" --date "$(date -u +%F)" --commit "$(cat "$R/commit.txt" 2>/dev/null)" \
+  --baseline "$BASE" > "$R/summary.md" 2> "$R/summary.err"
+{ # compact verdicts: tests, sanitizers, prefill kernel times under the profiler
+  echo "## Verdicts (commit $(cut -c1-7 "$R/commit.txt" 2>/dev/null))"; echo
+  for f in ptest test; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -c 'PASS$' "$R/$f.log") PASS lines, $(grep -c FAIL "$R/$f.log") FAIL lines," \
+      "$(grep -E '^ALL PASSED|rc=' "$R/$f.log" | tr '\n' ' ')"
+  done
+  [ -f "$R/ptest.log" ] && echo "- prefill max |out - cpu|: $(grep -o 'max |out - cpu| = [0-9.e-]*' "$R/ptest.log" | sort -t= -k2 -g | tail -1)"
+  for f in pmemcheck pracecheck; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
+  done
+  [ -f "$R/pbench2.json" ] && echo "- prefill ms with 2 queries per attention warp: $(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    print("; ".join("%s %.3f" % (c["case"], c["ms"]) for c in d["cases"]))
+except Exception as e:
+    print("unreadable:", e)' "$R/pbench2.json")"
+  [ -f "$R/pncu2.txt" ] && echo "- ncu pf_attn, 2 queries per warp: $(grep -E 'Duration|L1/TEX Cache' "$R/pncu2.txt" | awk '{printf "%s %s %s; ", $1, $(NF-1), $NF}')"
+  [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z]*_kernel/{match($0,/pf_[a-z]*_kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
+  echo
+} >> "$R/summary.md"
 cp "$R/summary.md" "$OUTD/summary.md"
 tar czf "$OUTD/results.tgz" -C "$OUTD" r && rm -rf "$R"
 cat "$OUTD/summary.md"

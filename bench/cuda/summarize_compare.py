@@ -4,11 +4,17 @@ comparisons measured in the same run (torch_compare.py: dense SDPA with BF16 KV,
 Triton figures of workloads.md section 3. Missing inputs are skipped.
 
 Usage: summarize_compare.py [--prefill P.json] [--decode D.json] [--torch T.json] [--results OUT.json --commit C
-       --date D --machine M]
+       --date D --machine M] [--baseline RESULTS.json]
+--baseline (a bench/results/cuda_prefill_*.json of an earlier run) adds a compact table at the end: this run's
+prefill and decode times next to the earlier ones and the goals of issue 7.
 """
 import argparse
 import json
 
+# Goals of issue 7 (ms): prefill cases and the 1 x 32K / 32 x 128K / q8 decode targets (us).
+GOALS_PREFILL = {"8K from empty": "< dense", "32K from empty": "< dense", "128K in one chunk": "< 40",
+                 "8K chunk on a 32K prefix": "< dense", "8K chunk on a 120K prefix": "< 4"}
+GOALS_DECODE = {(1, 32768, 1): "< 10", (32, 131072, 1): "< 115", (32, 131072, 8): "< 200"}
 # vLLM Triton BF16-KV MSA decode, us per layer-step (workloads.md section 3).
 VLLM_DECODE = {(1, 8192, 1): 15.2, (1, 32768, 1): 17.3, (1, 131072, 1): 25.2, (8, 32768, 1): 42.9,
                (32, 32768, 1): 110.1, (32, 131072, 1): 304.4, (64, 65536, 1): 336.4, (8, 524288, 1): 335.3,
@@ -49,6 +55,7 @@ def main():
     ap.add_argument("--commit", default="")
     ap.add_argument("--date", default="")
     ap.add_argument("--machine", default="NVIDIA H200")
+    ap.add_argument("--baseline")
     a = ap.parse_args()
     pf, dc, tc = load(a.prefill), load(a.decode), load(a.torch)
     out = {"date": a.date, "machine": a.machine, "commit": a.commit, "prefill": [], "decode": []}
@@ -103,6 +110,31 @@ def main():
         out["torch"] = {k: tc.get(k) for k in ("torch", "device", "wall_s")}
     if a.results:
         json.dump(out, open(a.results, "w"), indent=1)
+    base = load(a.baseline)
+    if base:
+        compact(out, base)
+
+
+def compact(out, base):
+    """This run against an earlier one (same benchmark), with the goals."""
+    print(f"## Compact: this run vs {base.get('commit', '')[:7]} ({base.get('date', '')})\n")
+    print("| case | earlier | now | now/earlier | dense SDPA | vLLM | goal |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    bp = {c["case"]: c for c in base.get("prefill", [])}
+    for c in out["prefill"]:
+        b = bp.get(c["case"], {})
+        dense = c.get("dense_sdpa_ms") or b.get("dense_sdpa_ms")
+        print(f"| prefill {c['case']} (ms) | {b.get('ms', '-')} | {c['ms']:.3f} | {ratio(c['ms'], b.get('ms'))} | "
+              f"{dense} | {c.get('vllm_ms')} | {GOALS_PREFILL.get(c['case'], '')} |")
+    bd = {(c["batch"], c["L"], c["q_len"]): c for c in base.get("decode", []) if "us" in c}
+    for c in out["decode"]:
+        key = (c["batch"], c["L"], c["q_len"])
+        if "us" not in c or key not in GOALS_DECODE:
+            continue
+        print(f"| decode {key[0]} x {key[1] // 1024}K q{key[2]} (us) | {bd.get(key, {}).get('us', '-')} | {c['us']} | "
+              f"{ratio(c['us'], bd.get(key, {}).get('us'))} | {c.get('dense_sdpa_us')} | {c.get('vllm_us')} | "
+              f"{GOALS_DECODE[key]} |")
+    print()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 //     selected, so its masked score is never needed).
 //  2. pf_topk_kernel: one warp per (token, index head): keyed 16-bit top-k of msa.md section 3, local block last;
 //     counts the picks per (KV head, block) list.
-//  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of 16-query chunks, chunk -> list map, counters
+//  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, chunk -> list map, counters
 //     reset for the next window.
 //  4. pf_fill_kernel: every pick appends (token, slot) to its list.
 //  5. pf_attn_kernel: persistent CTAs over the chunks: the chunk's K and V block is dequantised once into FP16
@@ -17,6 +17,9 @@
 //     dimension): S = Q K^T, causal mask on the local block, softmax over the block, O = P V, normalised partial O
 //     (FP16) and base-2 LSE per (token, group, slot).
 //  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE.
+// All FP16 tiles use one permuted dimension order (see dequant_page): table-free NVFP4 decode, 16-byte query loads
+// and 16-byte partial-output stores (the first version's byte-LUT and 2-byte loads bound both big kernels on the
+// L1/shared-memory pipe: docs/cuda-notes.md section 7).
 #include "msa_decode_internal.h"
 #include "msa_device.cuh"
 #include "msa_prefill.h"
@@ -30,7 +33,7 @@ namespace {
 
 using namespace detail;
 
-constexpr int kQc = 16;                            // queries per attention work chunk
+constexpr int kQc = 32;  // gathered queries per attention work chunk (its K/V block is dequantised once for them)
 constexpr int kTileBytes = kBlock * kHeadDim * 2;  // FP16 [128][128] tile
 constexpr int kScanThreads = 1024;
 
@@ -51,52 +54,69 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
     return row * 256 + (((chunk ^ row) & 7) | (chunk & 8)) * 16;
 }
 
-// E2M1 byte (two codes, element 2i in the low nibble) -> f16x2 bits, exact.
-__device__ void build_fp4_lut(std::uint32_t* lut, int tid, int nthreads) {
-    // magnitude code m: 0 -> 0, 1 -> 0.5 (0x3800), else 2^((m >> 1) - 1) * (1 + (m & 1) / 2)
-    auto half_bits = [](unsigned code) {
-        const unsigned m = code & 7;
-        const unsigned mag = m == 0 ? 0u : m == 1 ? 0x3800u : ((((m >> 1) + 14u) << 10) | ((m & 1u) << 9));
-        return mag | ((code & 8u) ? 0x8000u : 0u);
-    };
-    for (int v = tid; v < 256; v += nthreads) lut[v] = half_bits(v & 15) | (half_bits(v >> 4) << 16);
-}
-// One (page, head) record (9216 bytes; global or shared memory) -> FP16 tile of e2m1 * scale, exact; rows >= valid
-// are zero (stale cache bytes never reach the MMAs). 128 threads.
-__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile,
-                                             const std::uint32_t* lut, int tid) {
+// FP16 tiles use a permuted dimension order (the same for K, V and index keys): word p (0..3, 4 bytes) of 16-byte
+// chunk j holds the f16x2 (dim d, dim d + 4) with d = 32p + 8(j >> 2) + (j & 3). The MMA reduction (K) and output (V)
+// dimensions only need the same order on both operands, and with it an MMA lane with column pair c owns exactly the
+// 32 contiguous dims [32c, 32c + 32): its query fragments come from two 16-byte loads per row and its partial
+// outputs go out as four 16-byte stores per row (instead of 32 two-byte loads and 32 four-byte stores), and the
+// NVFP4 decode needs no table: fp4x8's (n_i, n_{i+4}) pairs are exactly the tile words.
+constexpr std::uint32_t kH2x16384 = 0x74007400u;  // f16x2 (2^14, 2^14)
+// One (page, head) record (9216 bytes; global or shared memory) -> permuted FP16 tile of e2m1 * scale, exact:
+// (e2m1 * 2^-14) * 2^14 = e2m1, then * scale (at most 6 significant bits, >= 2^-10: a normal FP16). Rows >= valid
+// are zero (stale cache bytes never reach the MMAs). 128 threads; every 4-byte store of a warp hits 8 rows x 16 B in
+// distinct bank groups (the swizzle), so the stores are conflict free.
+__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
-        uint4 o[4];
+        unsigned char* dst = tile + row * 256 + 4 * ch;
+        std::uint32_t o[16];
         if (row < valid) {
             const uint4 d = *reinterpret_cast<const uint4*>(rec + row * 64 + ch * 16);
-            const std::uint32_t sb = rec[kBlock * 64 + row * 8 + 2 * ch] |
-                                     (static_cast<std::uint32_t>(rec[kBlock * 64 + row * 8 + 2 * ch + 1]) << 8);
-            const std::uint32_t sh = e4m3x2_to_h2(sb);
+            const std::uint32_t sh =
+                e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(rec + kBlock * 64 + row * 8 + 2 * ch));
             const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
             const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const std::uint32_t s = j < 2 ? s0 : s1;
-                o[j].x = hmul2(lut[w[j] & 0xFF], s);
-                o[j].y = hmul2(lut[(w[j] >> 8) & 0xFF], s);
-                o[j].z = hmul2(lut[(w[j] >> 16) & 0xFF], s);
-                o[j].w = hmul2(lut[w[j] >> 24], s);
+            for (int m = 0; m < 4; ++m) {
+                std::uint32_t P[4];
+                fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) o[4 * m + i] = hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
             }
         } else {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) o[j] = make_uint4(0u, 0u, 0u, 0u);
+            for (int j = 0; j < 16; ++j) o[j] = 0u;
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) *reinterpret_cast<uint4*>(tile + tile_off(row, 4 * ch + j)) = o[j];
+        for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(dst + ((((j ^ row) & 7) | (j & 8)) << 4)) = o[j];
     }
 }
-// Two E4M3 bytes at p (2-byte aligned) -> f16x2, exact.
-__device__ __forceinline__ std::uint32_t ld_e4m3x2(const std::uint8_t* p) {
-    return e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(p));
+// MMA A fragments of rows ra and rb (E4M3, 128 bytes each; null: a zero row) for the permuted tile order: k-step ks
+// pairs tile chunks 2ks and 2ks + 1, i.e. dims 32c + 8(ks >> 1) + 2(ks & 1) + {0, 4} and + {1, 5}. Exact.
+__device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::uint8_t* rb, int c,
+                                            std::uint32_t (&a)[8][4]) {
+    uint4 x[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const std::uint8_t* row = h == 0 ? ra : rb;
+#pragma unroll
+        for (int v = 0; v < 2; ++v)
+            x[h][v] = row ? *reinterpret_cast<const uint4*>(row + 32 * c + 16 * v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+        const int m = ks >> 1;  // 8-byte group: words 2m (dims +0..3) and 2m + 1 (dims +4..7)
+        const std::uint32_t sel0 = (ks & 1) ? 0x0062u : 0x0040u, sel1 = (ks & 1) ? 0x0073u : 0x0051u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint4& q = x[h][m >> 1];
+            const std::uint32_t lo = (m & 1) ? q.z : q.x, hi = (m & 1) ? q.w : q.y;
+            a[ks][h] = e4m3x2_to_h2(prmt(lo, hi, sel0));
+            a[ks][2 + h] = e4m3x2_to_h2(prmt(lo, hi, sel1));
+        }
+    }
 }
-
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
     const std::uint8_t* iq;
@@ -106,13 +126,12 @@ struct PfIdx {
     float* scores;
     int max_blocks, row_base, item0;
 };
-constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes + 256 * 4;
+constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes;
 
 __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* stage = smem;
     unsigned char* tile = smem + 2 * kPageHeadBytes;
-    std::uint32_t* lut = reinterpret_cast<std::uint32_t*>(tile + kTileBytes);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
     const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
@@ -123,21 +142,13 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
     };
     copy_page(stage, b0);
     cp_async_commit();
-    build_fp4_lut(lut, tid, 128);
     // A fragments: this warp's 32 index rows (2 m-tiles) x 128 dims (8 k-steps), E4M3 -> FP16 exactly.
     std::uint32_t a[2][8][4];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
         const int ra = 32 * warp + 16 * mt + r, rb = ra + 8;
-        const std::uint8_t* pa = p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim;
-        const std::uint8_t* pb = p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim;
-#pragma unroll
-        for (int ks = 0; ks < 8; ++ks) {
-            a[mt][ks][0] = ra < nrows ? ld_e4m3x2(pa + ks * 16 + 2 * c) : 0u;
-            a[mt][ks][1] = rb < nrows ? ld_e4m3x2(pb + ks * 16 + 2 * c) : 0u;
-            a[mt][ks][2] = ra < nrows ? ld_e4m3x2(pa + ks * 16 + 8 + 2 * c) : 0u;
-            a[mt][ks][3] = rb < nrows ? ld_e4m3x2(pb + ks * 16 + 8 + 2 * c) : 0u;
-        }
+        load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
+                    rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, a[mt]);
     }
     // ldmatrix row addresses: lanes 0-7 / 8-15 / 16-23 / 24-31 give keys n0+0..7 (dims chunk 2ks), n0+0..7 (2ks+1),
     // n0+8..15 (2ks), n0+8..15 (2ks+1): b0/b1 of n-tile n0 then of n-tile n0+8.
@@ -147,7 +158,7 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
-        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, lut, tid);
+        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid);
         __syncthreads();
         float mx[2][2] = {{-CUDART_INF_F, -CUDART_INF_F}, {-CUDART_INF_F, -CUDART_INF_F}};
 #pragma unroll 1
@@ -324,17 +335,90 @@ struct PfAttn {
     float* part_lse;
     int nq, nkv, G, topk, total_blocks, max_blocks, t0, n_lists;
 };
-constexpr std::size_t kAttnSmem = 2 * kTileBytes + 256 * 4;
+constexpr std::size_t kAttnSmem = 2 * kTileBytes;
 
+// One gathered query (token t, KV head g) against the chunk's K tile: S = Q K^T with the group's 16 query heads as
+// the MMA rows, causal mask (keys > lim hidden), softmax over the block in FP32; the unnormalised probabilities
+// come back as FP16 A fragments for P V, with the base-2 LSE and 1 / sum of rows r and r + 8.
+struct QueryProbs {
+    std::uint32_t pa[8][4];
+    float lse[2], inv[2];
+};
+__device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
+                                            QueryProbs& out) {
+    const int r = (lane & 31) >> 2, c = lane & 3;
+    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
+    std::uint32_t qa[8][4];
+    {
+        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
+        load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
+    }
+    float s[16][4];
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+        for (int np = 0; np < 8; ++np) {
+            std::uint32_t bf[4];
+            ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
+            mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
+            mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
+        }
+    if (lim < kBlock - 1) {
+#pragma unroll
+        for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+            for (int e2 = 0; e2 < 4; ++e2)
+                if (nt * 8 + 2 * c + (e2 & 1) > lim) s[nt][e2] = -CUDART_INF_F;
+    }
+    float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        m0 = fmaxf(m0, fmaxf(s[nt][0], s[nt][1]));
+        m1 = fmaxf(m1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
+    const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
+    float l0 = 0.f, l1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
+        s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
+        s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
+        s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
+        l0 += s[nt][0] + s[nt][1];
+        l1 += s[nt][2] + s[nt][3];
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+        out.pa[ks][0] = pack_h2(s[2 * ks][0], s[2 * ks][1]);
+        out.pa[ks][1] = pack_h2(s[2 * ks][2], s[2 * ks][3]);
+        out.pa[ks][2] = pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        out.pa[ks][3] = pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+    out.lse[0] = m0 * kLog2eOverSqrtD + log2f(l0);
+    out.lse[1] = m1 * kLog2eOverSqrtD + log2f(l1);
+    out.inv[0] = 1.f / l0;
+    out.inv[1] = 1.f / l1;
+}
+
+// QPW gathered queries per warp at a time: their P V products share every V fragment (QPW = 2 halves the V
+// ldmatrix traffic per query). O is computed in two halves of the (permuted) dims to bound the registers.
+template <int QPW>
 __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
-    std::uint32_t* lut = reinterpret_cast<std::uint32_t*>(smem + 2 * kTileBytes);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    build_fp4_lut(lut, tid, 128);
     const int total = p.chunk_off[p.n_lists];
-    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
     const int vkey = (((lane >> 3) & 1) << 3) + (lane & 7), vchunk = lane >> 4;  // V (transposed loads)
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
         const int L = p.chunk_list[w];
@@ -345,101 +429,78 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
         const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
-        __syncthreads();  // the previous chunk's tiles are no longer read (and the LUT is built)
-        dequant_page(p.k_cache + rec, valid, kt, lut, tid);
-        dequant_page(p.v_cache + rec, valid, vt, lut, tid);
+        __syncthreads();  // the previous chunk's tiles are no longer read
+        dequant_page(p.k_cache + rec, valid, kt, tid);
+        dequant_page(p.v_cache + rec, valid, vt, tid);
         __syncthreads();
-        for (int e = begin + warp; e < end; e += 4) {
-            const int code = p.entries[e], tl = code >> 4, slot = code & 15, t = p.t0 + tl;
-            const int lim = p.m.tok_pos[t] - b * kBlock;  // keys <= lim are visible (>= 0: b <= local)
-            std::uint32_t qa[8][4];
-            {
-                const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
-                const bool va = r < p.G, vb = r + 8 < p.G;
+        for (int e = begin + QPW * warp; e < end; e += 4 * QPW) {
+            const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
+            QueryProbs qp[QPW];
+            std::size_t unit[QPW];
 #pragma unroll
-                for (int ks = 0; ks < 8; ++ks) {
-                    qa[ks][0] = va ? ld_e4m3x2(qb + r * kHeadDim + ks * 16 + 2 * c) : 0u;
-                    qa[ks][1] = vb ? ld_e4m3x2(qb + (r + 8) * kHeadDim + ks * 16 + 2 * c) : 0u;
-                    qa[ks][2] = va ? ld_e4m3x2(qb + r * kHeadDim + ks * 16 + 8 + 2 * c) : 0u;
-                    qa[ks][3] = vb ? ld_e4m3x2(qb + (r + 8) * kHeadDim + ks * 16 + 8 + 2 * c) : 0u;
+            for (int q = 0; q < QPW; ++q) {
+                unit[q] = 0;
+                if (q < nqw) {
+                    const int code = p.entries[e + q], tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+                    // keys <= lim are visible (>= 0: b <= local)
+                    query_probs(p, kt, t, g, p.m.tok_pos[t] - b * kBlock, lane, qp[q]);
+                    unit[q] = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
+                } else {
+#pragma unroll
+                    for (int ks = 0; ks < 8; ++ks)
+                        qp[q].pa[ks][0] = qp[q].pa[ks][1] = qp[q].pa[ks][2] = qp[q].pa[ks][3] = 0u;
                 }
             }
-            float s[16][4];
 #pragma unroll
-            for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+            for (int half = 0; half < 2; ++half) {
+                float o[QPW][8][4];
 #pragma unroll
-            for (int ks = 0; ks < 8; ++ks)
+                for (int q = 0; q < QPW; ++q)
 #pragma unroll
-                for (int np = 0; np < 8; ++np) {
-                    std::uint32_t bf[4];
-                    ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
-                    mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
-                    mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
-                }
-            if (lim < kBlock - 1) {
+                    for (int nd = 0; nd < 8; ++nd) o[q][nd][0] = o[q][nd][1] = o[q][nd][2] = o[q][nd][3] = 0.f;
 #pragma unroll
-                for (int nt = 0; nt < 16; ++nt)
+                for (int ks = 0; ks < 8; ++ks)
 #pragma unroll
-                    for (int e2 = 0; e2 < 4; ++e2)
-                        if (nt * 8 + 2 * c + (e2 & 1) > lim) s[nt][e2] = -CUDART_INF_F;
-            }
-            float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
+                    for (int np = 0; np < 4; ++np) {
+                        std::uint32_t bf[4];
+                        ldsm_x4_trans(bf, vt + tile_off(ks * 16 + vkey, 2 * (4 * half + np) + vchunk));
 #pragma unroll
-            for (int nt = 0; nt < 16; ++nt) {
-                m0 = fmaxf(m0, fmaxf(s[nt][0], s[nt][1]));
-                m1 = fmaxf(m1, fmaxf(s[nt][2], s[nt][3]));
-            }
-            m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
-            m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
-            m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
-            m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
-            const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
-            float l0 = 0.f, l1 = 0.f;
+                        for (int q = 0; q < QPW; ++q) {
+                            mma16816(o[q][2 * np], qp[q].pa[ks], bf[0], bf[1]);
+                            mma16816(o[q][2 * np + 1], qp[q].pa[ks], bf[2], bf[3]);
+                        }
+                    }
+                    // o[q][4mm + i][e] (row r; [2 + e]: row r + 8) is dim 32c + 8m + i + 4e with m = 2 half + mm (the
+                    // permuted V tile order): 16 contiguous dims per row and half, two 16-byte stores
 #pragma unroll
-            for (int nt = 0; nt < 16; ++nt) {
-                s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
-                s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
-                s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
-                s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
-                l0 += s[nt][0] + s[nt][1];
-                l1 += s[nt][2] + s[nt][3];
-            }
-            l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-            l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-            l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-            l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-            float o[16][4];
+                for (int q = 0; q < QPW; ++q) {
+                    if (q >= nqw) continue;
+                    __half* po = p.part_o + unit[q] * 16 * kHeadDim;
 #pragma unroll
-            for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+                    for (int h = 0; h < 2; ++h) {
+                        if (r + 8 * h >= p.G) continue;
+                        const float inv = qp[q].inv[h];
+                        __half* dst = po + (r + 8 * h) * kHeadDim + 32 * c + 16 * half;
 #pragma unroll
-            for (int ks = 0; ks < 8; ++ks) {
-                const std::uint32_t pa[4] = {pack_h2(s[2 * ks][0], s[2 * ks][1]), pack_h2(s[2 * ks][2], s[2 * ks][3]),
-                                             pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                                             pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
-#pragma unroll
-                for (int np = 0; np < 8; ++np) {
-                    std::uint32_t bf[4];
-                    ldsm_x4_trans(bf, vt + tile_off(ks * 16 + vkey, 2 * np + vchunk));
-                    mma16816(o[2 * np], pa, bf[0], bf[1]);
-                    mma16816(o[2 * np + 1], pa, bf[2], bf[3]);
+                        for (int mm = 0; mm < 2; ++mm) {
+                            const float(&x0)[4] = o[q][4 * mm];
+                            const float(&x1)[4] = o[q][4 * mm + 1];
+                            const float(&x2)[4] = o[q][4 * mm + 2];
+                            const float(&x3)[4] = o[q][4 * mm + 3];
+                            *reinterpret_cast<uint4*>(dst + 8 * mm) = make_uint4(
+                                pack_h2(x0[2 * h] * inv, x1[2 * h] * inv), pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
+                                pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
+                                pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv));
+                        }
+                    }
                 }
             }
-            const std::size_t unit = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
-            __half* po = p.part_o + unit * 16 * kHeadDim;
-            const float i0 = 1.f / l0, i1 = 1.f / l1;
 #pragma unroll
-            for (int nd = 0; nd < 16; ++nd) {
-                if (r < p.G)
-                    *reinterpret_cast<__half2*>(po + r * kHeadDim + nd * 8 + 2 * c) =
-                        __floats2half2_rn(o[nd][0] * i0, o[nd][1] * i0);
-                if (r + 8 < p.G)
-                    *reinterpret_cast<__half2*>(po + (r + 8) * kHeadDim + nd * 8 + 2 * c) =
-                        __floats2half2_rn(o[nd][2] * i1, o[nd][3] * i1);
-            }
-            if (c == 0) {
-                if (r < p.G) p.part_lse[unit * 16 + r] = m0 * kLog2eOverSqrtD + log2f(l0);
-                if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = m1 * kLog2eOverSqrtD + log2f(l1);
-            }
+            for (int q = 0; q < QPW; ++q)
+                if (q < nqw && c == 0) {
+                    if (r < p.G) p.part_lse[unit[q] * 16 + r] = qp[q].lse[0];
+                    if (r + 8 < p.G) p.part_lse[unit[q] * 16 + r + 8] = qp[q].lse[1];
+                }
         }
     }
 }
@@ -625,19 +686,22 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
-    int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(
-        cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttnSmem)));
-    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pf_attn_kernel, 128, kAttnSmem));
-    p.attn_ctas = std::max(1, per_sm) * sm_count();
+    p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
+    const void* attn = p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
+                                       : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
     if (!attrs_set) {
         detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(kIdxSmem)));
-        detail::check(cudaFuncSetAttribute(pf_attn_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kAttnSmem)));
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(kAttnSmem)));
         attrs_set = true;
     }
+    int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
+    p.attn_ctas = std::max(1, per_sm) * sm_count();
     return p;
 }
 
@@ -687,7 +751,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
                         chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
                         topk,       p.total_blocks, p.max_blocks, w.t0,         N};
-        pf_attn_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        if (p.attn_qpw == 1)
+            pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        else
+            pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
             PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
         detail::check(cudaGetLastError());

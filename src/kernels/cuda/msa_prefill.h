@@ -31,6 +31,7 @@ struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
     int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
+    int attn_queries_per_warp = 1;                     // 1 or 2 gathered queries per attention warp at a time
 };
 
 struct MsaPrefillPlan {
@@ -40,6 +41,7 @@ struct MsaPrefillPlan {
     int tile_tokens = 0;    // tokens of one indexer tile (128 / num_kv_heads rows of index queries)
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
+    int attn_qpw = 1;       // gathered queries per attention warp at a time (MsaPrefillOptions)
     struct Window {
         int t0 = 0, t1 = 0;        // flattened token range
         int item0 = 0, item1 = 0;  // indexer work items
@@ -67,7 +69,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
 void init_prefill_workspace(const MsaPrefillPlan& plan, void* workspace, cudaStream_t stream);
 
 struct MsaPrefillArgs {
-    const std::uint8_t* q;   // E4M3 [tokens][num_q_heads][128]
+    const std::uint8_t* q;   // E4M3 [tokens][num_q_heads][128] (16-byte aligned, as q and iq are read in 16 B)
     const std::uint8_t* iq;  // E4M3 [tokens][num_kv_heads][128]
     const std::uint8_t* k_cache;
     const std::uint8_t* v_cache;
