@@ -117,8 +117,9 @@ __device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::u
         }
     }
 }
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+// Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned source) into L2 by the TMA unit (sm_90).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
@@ -448,16 +449,14 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         __syncthreads();
         for (int e = begin + QPW * warp, k = 0; e < end; e += 4 * QPW, ++k) {
             const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
-            // Next iteration's query rows into L2 while this one computes (its Q load was a DRAM round trip).
+            // Next iteration's query rows (the group's G heads of one token: G * 128 contiguous bytes) into L2 while
+            // this one computes (its Q load was a DRAM round trip).
 #pragma unroll
             for (int q = 0; q < QPW; ++q) {
                 const int ncode = __shfl_sync(0xffffffffu, my_code, ((k + 1) * QPW + q) & 31);
-                if (e + 4 * QPW + q < end && c == 0) {
-                    const std::uint8_t* qn =
-                        p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim;
-                    if (r < p.G) prefetch_l2(qn + r * kHeadDim);
-                    if (r + 8 < p.G) prefetch_l2(qn + (r + 8) * kHeadDim);
-                }
+                if (lane == 0 && e + 4 * QPW + q < end)
+                    prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
+                                     static_cast<unsigned>(p.G) * kHeadDim);
             }
             QueryProbs qp[QPW];
             std::size_t unit[QPW];
