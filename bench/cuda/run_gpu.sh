@@ -97,7 +97,7 @@ for step in ${STEPS//,/ }; do
   esac
 done
 echo "=== done at $(( $(date +%s) - START )) s" >> "$R/steps.log"
-BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29.json}
+BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29_run2.json}
 python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/bench.json" --torch "$R/torch.json" \
   --results "$R/compare.json" --date "$(date -u +%F)" --commit "$(cat "$R/commit.txt" 2>/dev/null)" \
   --baseline "$BASE" > "$R/summary.md" 2> "$R/summary.err"

@@ -117,6 +117,10 @@ __device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::u
         }
     }
 }
+// Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned source) into L2 by the TMA unit (sm_90).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
     const std::uint8_t* iq;
@@ -432,18 +436,39 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         __syncthreads();  // the previous chunk's tiles are no longer read
         dequant_page(p.k_cache + rec, valid, kt, tid);
         dequant_page(p.v_cache + rec, valid, vt, tid);
+        // This warp's <= kQc / 4 entries of the chunk (iteration k, query q: lane k * QPW + q) and their positions,
+        // loaded once: a query no longer starts with two dependent global round trips (entry, then position and Q).
+        int my_code = 0, my_pos = 0;
+        if (lane < kQc / 4) {
+            const int ie = begin + QPW * warp + 4 * QPW * (lane / QPW) + lane % QPW;
+            if (ie < end) {
+                my_code = p.entries[ie];
+                my_pos = p.m.tok_pos[p.t0 + (my_code >> 4)];
+            }
+        }
         __syncthreads();
-        for (int e = begin + QPW * warp; e < end; e += 4 * QPW) {
+        for (int e = begin + QPW * warp, k = 0; e < end; e += 4 * QPW, ++k) {
             const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
+            // Next iteration's query rows (the group's G heads of one token: G * 128 contiguous bytes) into L2 while
+            // this one computes (its Q load was a DRAM round trip).
+#pragma unroll
+            for (int q = 0; q < QPW; ++q) {
+                const int ncode = __shfl_sync(0xffffffffu, my_code, ((k + 1) * QPW + q) & 31);
+                if (lane == 0 && e + 4 * QPW + q < end)
+                    prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
+                                     static_cast<unsigned>(p.G) * kHeadDim);
+            }
             QueryProbs qp[QPW];
             std::size_t unit[QPW];
 #pragma unroll
             for (int q = 0; q < QPW; ++q) {
                 unit[q] = 0;
+                const int code = __shfl_sync(0xffffffffu, my_code, k * QPW + q);
+                const int pos = __shfl_sync(0xffffffffu, my_pos, k * QPW + q);
                 if (q < nqw) {
-                    const int code = p.entries[e + q], tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+                    const int tl = code >> 4, slot = code & 15, t = p.t0 + tl;
                     // keys <= lim are visible (>= 0: b <= local)
-                    query_probs(p, kt, t, g, p.m.tok_pos[t] - b * kBlock, lane, qp[q]);
+                    query_probs(p, kt, t, g, pos - b * kBlock, lane, qp[q]);
                     unit[q] = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
                 } else {
 #pragma unroll
@@ -471,7 +496,8 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
                         }
                     }
                     // o[q][4mm + i][e] (row r; [2 + e]: row r + 8) is dim 32c + 8m + i + 4e with m = 2 half + mm (the
-                    // permuted V tile order): 16 contiguous dims per row and half, two 16-byte stores
+                    // permuted V tile order): 16 contiguous dims per row and half, two 16-byte stores, streaming
+                    // (evict-first: the partials are read once, by the combine, and would evict Q and K/V from L2)
 #pragma unroll
                 for (int q = 0; q < QPW; ++q) {
                     if (q >= nqw) continue;
@@ -487,10 +513,11 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
                             const float(&x1)[4] = o[q][4 * mm + 1];
                             const float(&x2)[4] = o[q][4 * mm + 2];
                             const float(&x3)[4] = o[q][4 * mm + 3];
-                            *reinterpret_cast<uint4*>(dst + 8 * mm) = make_uint4(
-                                pack_h2(x0[2 * h] * inv, x1[2 * h] * inv), pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
-                                pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
-                                pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv));
+                            __stcs(reinterpret_cast<uint4*>(dst + 8 * mm),
+                                   make_uint4(pack_h2(x0[2 * h] * inv, x1[2 * h] * inv),
+                                              pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
+                                              pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
+                                              pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv)));
                         }
                     }
                 }
@@ -547,8 +574,9 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
         __half2 v[16];
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl)
-            v[sl] = sl < p.topk ? *reinterpret_cast<const __half2*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim)
-                                : __floats2half2_rn(0.f, 0.f);
+            v[sl] = sl < p.topk
+                        ? __ldcs(reinterpret_cast<const __half2*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
+                        : __floats2half2_rn(0.f, 0.f);
         float a0 = 0.f, a1 = 0.f;
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl) {
