@@ -6,7 +6,7 @@
 What it measures (figures are computed by this script, never typed in):
 - held-out perplexity by the C++ engine (`msa score`, exact numerics) on the first --windows windows of 2048
   tokens of the held-out documents (never trained on): MSA vs dense attention, NVFP4 vs FP8 vs BF16 KV cache, top-k
-  variants, the no-QAT ablation (models/default-noqat), Q8KV4 numerics, and 4096-token windows (2x the trained
+  variants, the no-QAT ablation (tools/train/ablations/noqat), Q8KV4 numerics, and 4096-token windows (2x the trained
   context);
 - the same perplexity from the Python reference (tools/reference/msaref, keyed top-k, exact mode) on the same
   tokens: the C++ and PyTorch figures must agree within 0.5%;
@@ -153,7 +153,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--msa", default=os.path.join(ROOT, "build", "msa"))
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
-    ap.add_argument("--noqat", default=os.path.join(ROOT, "models", "default-noqat"))
+    ap.add_argument("--noqat", default=os.path.join(HERE, "ablations", "noqat"))
     ap.add_argument("--heldout", default=os.path.join(HERE, "data", "heldout.bin"))
     ap.add_argument("--windows", type=int, default=6, help="held-out windows of 2048 tokens")
     ap.add_argument("--long-windows", type=int, default=2, help="held-out windows of 4096 tokens")
