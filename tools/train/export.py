@@ -152,7 +152,8 @@ def main():
                                              "drafter.tar, noqat.tar, logs) into the model directories")
     ap.add_argument("run", help="train.py's output directory")
     ap.add_argument("--model-dir", default=os.path.join(HERE, "..", "..", "models", "default"))
-    ap.add_argument("--noqat-dir", default=os.path.join(HERE, "..", "..", "models", "default-noqat"))
+    # models/ holds only the shipped model (< 30 MB); the ablation lives with the training tools
+    ap.add_argument("--noqat-dir", default=os.path.join(HERE, "ablations", "noqat"))
     ap.add_argument("--tokenizer-dir", default=None, help="default: --model-dir (its committed tokenizer files)")
     args = ap.parse_args()
     tok_dir = os.path.abspath(args.tokenizer_dir or args.model_dir)
@@ -178,7 +179,7 @@ def main():
     os.makedirs(logs, exist_ok=True)
     for fn in ("train_log.csv", "drafter_log.csv", "noqat_log.csv", "summary.json", "train.log"):
         if os.path.exists(os.path.join(args.run, fn)):
-            shutil.copy(os.path.join(args.run, fn), logs)
+            shutil.copyfile(os.path.join(args.run, fn), os.path.join(logs, fn))
     for d in dirs:
         print(f"{d}: {dir_size(d) / 1e6:.1f} MB")
 
