@@ -1,50 +1,127 @@
 #!/bin/bash
-# One-shot GPU run of the CUDA MSA decode path: correctness test, benchmark, SASS statistics, Nsight Compute,
-# compute-sanitizer. Usage, in the repository root on the GPU machine:
-#   OUT=<dir> BIN=<dir with msa_decode_test/msa_decode_bench> bash bench/cuda/run_gpu.sh [steps]
-# steps: comma list, run in the order given, of test,quick,full,full_alt,sass,ncu,memcheck,racecheck
-# (full_alt: the suite with $BIN/msa_decode_bench_alt, e.g. a build with -DMSA_FP4_SHIFTS=0, into bench_alt.json)
-# (default test,full,sass,ncu,memcheck,racecheck). Per-step time limits: TEST_T, BENCH_T, NCU_T, SAN_T seconds.
-# Prebuilt binaries in $BIN are used when they load on this machine, else everything is built here with nvcc.
-set -x
-OUTD=${OUT:-gpu_out}; mkdir -p "$OUTD"
-BIN=${BIN:-b}
-STEPS=${1:-test,full,sass,ncu,memcheck,racecheck}
+# One-shot GPU run of the CUDA MSA kernels: correctness tests, compute-sanitizer, benchmarks, the comparisons of
+# workloads.md section 3 (PyTorch SDPA dense, plain PyTorch MSA), summary tables. Usage, in the repository root on
+# the GPU machine (binaries staged by bench/cuda/stage_gpu_bins.sh and carried as gpubin/):
+#   OUT=<dir> BIN=gpubin bash bench/cuda/run_gpu.sh [steps]
+# steps: comma list, run in the order given, of
+#   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
+#   pbench     prefill set of workloads.md (msa_prefill_bench);  pbench2  the same with 2 gathered queries per
+#              attention warp (MSA_PF_QPW=2);  pncu2  Nsight Compute of that attention kernel
+#   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
+#   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
+#   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
+#   sass|ncu   SASS statistics / Nsight Compute of decode;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
+# default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
+# budget TOTAL_T (default 500 s) caps them; a failing step does not stop the others. At the end everything is packed
+# into $OUT/results.tgz and the summary tables are printed (and kept as $OUT/summary.md).
+# When the staged binaries do not load, the decode test/bench and prefill bench are built here with nvcc (the
+# prefill test is then skipped: its oracle needs the CPU library and its dependencies).
+
+OUTD=${OUT:-gpu_out}; mkdir -p "$OUTD/r"; R="$OUTD/r"
+BIN=${BIN:-gpubin}
+export LD_LIBRARY_PATH="$PWD/$BIN/lib:$LD_LIBRARY_PATH"
+STEPS=${1:-ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick}
+START=$(date +%s); TOTAL_T=${TOTAL_T:-500}
+lim() { local left=$(( TOTAL_T - ($(date +%s) - START) )); [ "$left" -lt "$1" ] && echo $(( left > 5 ? left : 5 )) || echo "$1"; }
 if ! "$BIN/msa_decode_test" --noop 2>/dev/null; then
+  echo "staged binaries do not load here: building with nvcc" | tee "$R/build.log"
   BIN=b; NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}; mkdir -p b
   F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
-  $NVCC $F -c src/kernels/cuda/msa_decode.cu -o b/k.o & $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o b/s.o &
-  $NVCC $F -c tests/cuda/msa_decode_test.cu -o b/t.o & $NVCC $F -c bench/cuda/msa_decode_bench.cu -o b/b.o &
+  for f in src/kernels/cuda/msa_decode.cu src/kernels/cuda/msa_decode_simt.cu src/kernels/cuda/msa_prefill.cu \
+           tests/cuda/msa_decode_test.cu bench/cuda/msa_decode_bench.cu bench/cuda/msa_prefill_bench.cu; do
+    $NVCC $F -c $f -o b/$(basename $f .cu).o >> "$R/build.log" 2>&1 &
+  done
   wait
-  $NVCC $F b/k.o b/s.o b/t.o -o b/msa_decode_test && $NVCC $F b/k.o b/s.o b/b.o -o b/msa_decode_bench
+  K="b/msa_decode.o b/msa_decode_simt.o b/msa_prefill.o"
+  $NVCC $F $K b/msa_decode_test.o -o b/msa_decode_test >> "$R/build.log" 2>&1
+  $NVCC $F $K b/msa_decode_bench.o -o b/msa_decode_bench >> "$R/build.log" 2>&1
+  $NVCC $F $K b/msa_prefill_bench.o -o b/msa_prefill_bench >> "$R/build.log" 2>&1
+  tail -5 "$R/build.log"
 fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUTD/gpu.txt"
+cat "$BIN/commit.txt" > "$R/commit.txt" 2>/dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$R/gpu.txt"
 CS=/usr/local/cuda/bin/compute-sanitizer
 for step in ${STEPS//,/ }; do
+  echo "=== step $step at $(( $(date +%s) - START )) s" >> "$R/steps.log"
   case $step in
+    ptest)
+      if [ -x "$BIN/msa_prefill_test" ]; then
+        timeout $(lim 130) "$BIN/msa_prefill_test" > "$R/ptest.log" 2>&1; echo "ptest rc=$?" >> "$R/ptest.log"
+        grep -E "prefill \[|FAIL|rc=|case " "$R/ptest.log" | head -40
+      else echo "no prefill test binary" > "$R/ptest.log"; fi;;
+    pbench)
+      timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench.json" 2>> "$R/pbench.err"
+      echo "pbench rc=$?" >> "$R/pbench.err"; tail -2 "$R/pbench.err"; cat "$R/pbench.json";;
+    pbench2)
+      MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
+      echo "pbench2 rc=$?" >> "$R/pbench2.err"; tail -2 "$R/pbench2.err";;
+    pncu2)
+      MSA_PF_QPW=2 timeout $(lim 100) ncu --clock-control none --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_attn" -c 1 \
+        "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncu2.txt" 2>&1
+      grep -E "pf_|Duration|L1/TEX Cache|Achieved Occ|Issued Ipc" "$R/pncu2.txt" | head -12;;
+    torch)
+      PYTHONUNBUFFERED=1 timeout $(lim 140) python3 bench/cuda/torch_compare.py "$R/torch.json" > "$R/torch.log" 2>&1
+      echo "torch rc=$?" >> "$R/torch.log"; tail -16 "$R/torch.log";;
     test)
-      timeout ${TEST_T:-300} "$BIN/msa_decode_test" > "$OUTD/test.log" 2>&1; echo "test rc=$?" >> "$OUTD/test.log"
-      grep -E "decode \[|FAIL|rc=" "$OUTD/test.log" | grep -v "PASS$" | head -40; grep -c "PASS$" "$OUTD/test.log";;
+      timeout $(lim 90) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
+      grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;
     quick|full)
-      timeout ${BENCH_T:-300} "$BIN/msa_decode_bench" $step > "$OUTD/bench.json" 2>> "$OUTD/bench.err"
-      echo "bench rc=$?" >> "$OUTD/bench.err"; tail -1 "$OUTD/bench.err"; python3 bench/cuda/summarize.py "$OUTD/bench.json";;
+      timeout $(lim 60) "$BIN/msa_decode_bench" $step > "$R/bench.json" 2>> "$R/bench.err"
+      echo "bench rc=$?" >> "$R/bench.err"; tail -1 "$R/bench.err";;
     full_alt)
       if [ -x "$BIN/msa_decode_bench_alt" ]; then
-        timeout ${BENCH_T:-300} "$BIN/msa_decode_bench_alt" full > "$OUTD/bench_alt.json" 2>> "$OUTD/bench.err"
-        echo "bench_alt rc=$?" >> "$OUTD/bench.err"; tail -1 "$OUTD/bench.err"
-        python3 bench/cuda/summarize.py "$OUTD/bench_alt.json" | cut -c1-60; fi;;
+        timeout $(lim 300) "$BIN/msa_decode_bench_alt" full > "$R/bench_alt.json" 2>> "$R/bench.err"
+        echo "bench_alt rc=$?" >> "$R/bench.err"; fi;;
     sass)
-      /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$OUTD/sass.txt" 2>&1
-      cut -c1-300 "$OUTD/sass.txt";;
+      /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$R/sass.txt" 2>&1;;
     ncu)
       for c in "32 131072 1" "32 131072 8" "1 32768 1"; do
-        timeout ${NCU_T:-120} ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+        timeout $(lim 120) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
           --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
           -k regex:"index_topk|attn_kernel" -c 2 "$BIN/msa_decode_bench" case $c
-      done > "$OUTD/ncu.txt" 2>&1
-      grep -E "index_topk|attn_kernel|Duration|DRAM Throughput|Compute \(SM\) Th|Achieved Occ|Issued Ipc|Warp Cycles Per Issued" "$OUTD/ncu.txt" | head -60;;
+      done > "$R/ncu.txt" 2>&1;;
+    pncu)
+      timeout $(lim 150) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_" -c 12 \
+        "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncu.txt" 2>&1
+      grep -E "pf_|Duration|DRAM Throughput|Compute \(SM\) Th|Achieved Occ|Issued Ipc" "$R/pncu.txt" | head -60;;
     memcheck|racecheck)
-      timeout ${SAN_T:-240} $CS --tool $step "$BIN/msa_decode_test" --small > "$OUTD/$step.log" 2>&1
-      echo "rc=$?" >> "$OUTD/$step.log"; tail -3 "$OUTD/$step.log";;
+      timeout $(lim 60) $CS --tool $step "$BIN/msa_decode_test" --small > "$R/$step.log" 2>&1
+      echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log";;
+    pmemcheck|pracecheck)
+      if [ -x "$BIN/msa_prefill_test" ]; then
+        timeout $(lim 120) $CS --tool ${step#p} "$BIN/msa_prefill_test" --small > "$R/$step.log" 2>&1
+        echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log"
+      fi;;
   esac
 done
+echo "=== done at $(( $(date +%s) - START )) s" >> "$R/steps.log"
+BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29_run2.json}
+python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/bench.json" --torch "$R/torch.json" \
+  --results "$R/compare.json" --date "$(date -u +%F)" --commit "$(cat "$R/commit.txt" 2>/dev/null)" \
+  --baseline "$BASE" > "$R/summary.md" 2> "$R/summary.err"
+{ # compact verdicts: tests, sanitizers, prefill kernel times under the profiler
+  echo "## Verdicts (commit $(cut -c1-7 "$R/commit.txt" 2>/dev/null))"; echo
+  for f in ptest test; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -c 'PASS$' "$R/$f.log") PASS lines, $(grep -c FAIL "$R/$f.log") FAIL lines," \
+      "$(grep -E '^ALL PASSED|rc=' "$R/$f.log" | tr '\n' ' ')"
+  done
+  [ -f "$R/ptest.log" ] && echo "- prefill max |out - cpu|: $(grep -o 'max |out - cpu| = [0-9.e-]*' "$R/ptest.log" | sort -t= -k2 -g | tail -1)"
+  for f in pmemcheck pracecheck; do
+    [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
+  done
+  [ -f "$R/pbench2.json" ] && echo "- prefill ms with 2 queries per attention warp: $(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    print("; ".join("%s %.3f" % (c["case"], c["ms"]) for c in d["cases"]))
+except Exception as e:
+    print("unreadable:", e)' "$R/pbench2.json")"
+  [ -f "$R/pncu2.txt" ] && echo "- ncu pf_attn, 2 queries per warp: $(grep -E 'Duration|L1/TEX Cache' "$R/pncu2.txt" | awk '{printf "%s %s %s; ", $1, $(NF-1), $NF}')"
+  [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z]*_kernel/{match($0,/pf_[a-z]*_kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
+  echo
+} >> "$R/summary.md"
+cp "$R/summary.md" "$OUTD/summary.md"
+tar czf "$OUTD/results.tgz" -C "$OUTD" r && rm -rf "$R"
+cat "$OUTD/summary.md"

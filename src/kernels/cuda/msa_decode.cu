@@ -9,6 +9,7 @@
 // both operands): a thread's 32-bit load of 8 nibbles feeds two k16 steps directly.
 #include "msa_decode.h"
 #include "msa_decode_internal.h"
+#include "msa_device.cuh"
 
 #include <algorithm>
 #include <cuda_fp16.h>
@@ -18,78 +19,7 @@ namespace msa::cuda {
 namespace {
 
 constexpr int kWarps = 4;                        // both kernels: 128 threads
-constexpr float kLog2eOverSqrtD = 0.12751743074f;  // log2(e) / sqrt(128)
-
-// ---------------------------------------------------------------- small device helpers
-__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t sel) {
-    return __byte_perm(a, b, sel);
-}
-// Two E4M3 bytes (low 16 bits of v) -> f16x2, exact.
-__device__ __forceinline__ std::uint32_t e4m3x2_to_h2(std::uint32_t v) {
-    std::uint32_t r;
-    const unsigned short lo = static_cast<unsigned short>(v & 0xFFFFu);
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(lo));
-    return r;
-}
-__device__ __forceinline__ std::uint32_t hmul2(std::uint32_t a, std::uint32_t b) {
-    std::uint32_t r;
-    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-constexpr std::uint32_t kH2x128 = 0x58005800u;  // f16x2 (128, 128)
-// Powers of two passed as kernel parameters: with MSA_FP4_SHIFTS=0 the shifts in fp4x8 compile to IMAD (FMA pipe)
-// instead of SHF/LOP3 on the integer ALU pipe.
-struct Mul {
-    std::uint32_t x2, x16, x32, x256, x512, x4096, hi_x2p29;
-};
-constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
-// Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
-// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
-// MSA_FP4_SHIFTS=1 (default) writes the shifts as constants and lets the compiler pick the pipes; 0 forces IMAD
-// through the kernel-parameter multipliers. Measured on the H200 (docs/cuda-notes.md, v3): the constant shifts are
-// 2-5% faster on every benchmark case.
-#ifndef MSA_FP4_SHIFTS
-#define MSA_FP4_SHIFTS 1
-#endif
-__device__ __forceinline__ void fp4x8(std::uint32_t x, [[maybe_unused]] const Mul& m, std::uint32_t (&P)[4]) {
-#if MSA_FP4_SHIFTS
-    P[3] = (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
-    P[2] = ((x << 4) & 0x80008000u) | ((x << 1) & 0x0E000E00u);
-    P[1] = ((x << 8) & 0x80008000u) | ((x << 5) & 0x0E000E00u);
-    P[0] = ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
-#else
-    P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
-    P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
-    P[1] = ((x * m.x256) & 0x80008000u) | ((x * m.x32) & 0x0E000E00u);
-    P[0] = ((x * m.x4096) & 0x80008000u) | ((x * m.x512) & 0x0E000E00u);
-#endif
-}
-__device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ std::uint32_t pack_h2(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&h);
-}
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_min(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
+using namespace detail;  // device helpers of msa_device.cuh
 
 // Shared-memory image of R token rows of a page (R = 128, or a part of a page): the R x 64-byte nibble rows with
 // their four 16-byte chunks XOR-swizzled by (row >> 1) & 3 (conflict-free fragment loads), then the R x 8 scale
@@ -257,9 +187,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
-    float scale = 65534.0f / (mx - mn);
-    if (!isfinite(scale)) scale = 0.f;
-    const float bias = fmaf(-mn, scale, 1.5f);
+    const KeyedQuant kq = keyed_quant(mn, mx);
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
@@ -275,26 +203,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         for (int k = 0; k < 16; ++k) {
             const int i = base + lane + 32 * k;
             if (i >= n) break;
-            const float f = fminf(fmaxf(fmaf(v[k], scale, bias), 0.f), 65535.f);
-            std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
-#pragma unroll
-            for (int j = 0; j < 15; ++j) {
-                const std::uint32_t hi = max(top[j], x);
-                x = min(top[j], x);
-                top[j] = hi;
-            }
+            top15_insert(top, keyed_key(v[k], kq, i));
         }
     }
-    int mine = local;  // lane k keeps the k-th pick; lane topk-1 the local block
-    for (int k = 0; k + 1 < p.topk; ++k) {
-        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
-        if (top[0] == best) {
-#pragma unroll
-            for (int j = 0; j < 14; ++j) top[j] = top[j + 1];
-            top[14] = 0;
-        }
-        if (lane == k) mine = static_cast<int>(~best & 0xFFFFu);
-    }
+    const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     if (lane < p.topk) {  // all page-table lookups in parallel
         out[lane] = mine;
         pages[lane] = pt[mine];

@@ -39,10 +39,14 @@ def test_goldens_are_well_formed(golden):
     preset, man, model, cfg = golden
     assert man["format_version"] == 1 and len(man["runs"]) >= 6
     assert max(len(p) for p in man["prompts"]) > 16 * man["block_size"]  # sparsity really exercised
+    phases = set()
     for name in man["runs"]:
         meta, lg, sc = load_run(preset, name)
         assert lg.shape == (len(meta["logits"]["rows"]), cfg.vocab_size) and np.isfinite(lg).all()
-        assert {r["phase"] for r in meta["logits"]["rows"]} == {"prefill", "decode"}
+        # Decode rows near a routing or selection tie are filtered out (README), so a run may hold prefill rows
+        # only; every preset still has decode rows in some run.
+        assert "prefill" in {r["phase"] for r in meta["logits"]["rows"]}
+        phases |= {r["phase"] for r in meta["logits"]["rows"]}
         for r in meta["selections"]["rows"]:
             valid = [b for b in r["sel"] if b >= 0]
             local = r["pos"] // man["block_size"]
@@ -57,6 +61,7 @@ def test_goldens_are_well_formed(golden):
         g = meta["greedy"]
         assert all(len(t) == man["n_greedy"] for t in g["tokens"]) and len(g["tokens"]) == len(man["prompts"])
         assert len({tuple(t) for t in g["tokens"]}) == len(g["tokens"])  # distinct continuations
+    assert phases == {"prefill", "decode"}
 
 
 def test_goldens_match_the_reference(golden):

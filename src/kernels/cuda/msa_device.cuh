@@ -1,0 +1,130 @@
+// Device helpers shared by the CUDA MSA kernels (decode: msa_decode.cu, prefill: msa_prefill.cu): E4M3/E2M1
+// conversions, f16x2 arithmetic, mma.sync, cp.async, programmatic dependent launch, warp reductions.
+#pragma once
+#include <cuda_fp16.h>
+#include <math_constants.h>
+#include <cstdint>
+
+namespace msa::cuda::detail {
+
+constexpr float kLog2eOverSqrtD = 0.12751743074f;  // log2(e) / sqrt(128)
+
+// ---------------------------------------------------------------- small device helpers
+__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t sel) {
+    return __byte_perm(a, b, sel);
+}
+// Two E4M3 bytes (low 16 bits of v) -> f16x2, exact.
+__device__ __forceinline__ std::uint32_t e4m3x2_to_h2(std::uint32_t v) {
+    std::uint32_t r;
+    const unsigned short lo = static_cast<unsigned short>(v & 0xFFFFu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(lo));
+    return r;
+}
+__device__ __forceinline__ std::uint32_t hmul2(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+constexpr std::uint32_t kH2x128 = 0x58005800u;  // f16x2 (128, 128)
+// Powers of two passed as kernel parameters: with MSA_FP4_SHIFTS=0 the shifts in fp4x8 compile to IMAD (FMA pipe)
+// instead of SHF/LOP3 on the integer ALU pipe.
+struct Mul {
+    std::uint32_t x2, x16, x32, x256, x512, x4096, hi_x2p29;
+};
+constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
+// Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
+// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
+// MSA_FP4_SHIFTS=1 (default) writes the shifts as constants and lets the compiler pick the pipes; 0 forces IMAD
+// through the kernel-parameter multipliers. Measured on the H200 (docs/cuda-notes.md, v3): the constant shifts are
+// 2-5% faster on every benchmark case.
+#ifndef MSA_FP4_SHIFTS
+#define MSA_FP4_SHIFTS 1
+#endif
+__device__ __forceinline__ void fp4x8(std::uint32_t x, [[maybe_unused]] const Mul& m, std::uint32_t (&P)[4]) {
+#if MSA_FP4_SHIFTS
+    P[3] = (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
+    P[2] = ((x << 4) & 0x80008000u) | ((x << 1) & 0x0E000E00u);
+    P[1] = ((x << 8) & 0x80008000u) | ((x << 5) & 0x0E000E00u);
+    P[0] = ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
+#else
+    P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
+    P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
+    P[1] = ((x * m.x256) & 0x80008000u) | ((x * m.x32) & 0x0E000E00u);
+    P[0] = ((x * m.x4096) & 0x80008000u) | ((x * m.x512) & 0x0E000E00u);
+#endif
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ std::uint32_t pack_h2(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void pdl_wait() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void pdl_trigger() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_min(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// ---------------------------------------------------------------- keyed top-k pieces (msa.md section 3)
+// The row's 16-bit quantiser from its warp-reduced history min and max: key = (q << 16) | (~block & 0xFFFF).
+struct KeyedQuant {
+    float scale, bias;
+};
+__device__ __forceinline__ KeyedQuant keyed_quant(float mn, float mx) {
+    float scale = 65534.0f / (mx - mn);
+    if (!isfinite(scale)) scale = 0.f;
+    return {scale, fmaf(-mn, scale, 1.5f)};
+}
+__device__ __forceinline__ std::uint32_t keyed_key(float v, const KeyedQuant& q, int block) {
+    const float f = fminf(fmaxf(fmaf(v, q.scale, q.bias), 0.f), 65535.f);
+    return (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(block) & 0xFFFFu);
+}
+// Inserts x into a lane's descending list of its 15 largest keys.
+__device__ __forceinline__ void top15_insert(std::uint32_t (&top)[15], std::uint32_t x) {
+#pragma unroll
+    for (int j = 0; j < 15; ++j) {
+        const std::uint32_t hi = max(top[j], x);
+        x = min(top[j], x);
+        top[j] = hi;
+    }
+}
+// k - 1 rounds of warp max over the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
+// lanes keep `mine`.
+__device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {
+    for (int j = 0; j + 1 < k; ++j) {
+        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
+        if (top[0] == best) {
+#pragma unroll
+            for (int q = 0; q < 14; ++q) top[q] = top[q + 1];
+            top[14] = 0;
+        }
+        if (lane == j) mine = static_cast<int>(~best & 0xFFFFu);
+    }
+    return mine;
+}
+
+}  // namespace msa::cuda::detail

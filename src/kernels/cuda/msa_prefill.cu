@@ -1,0 +1,792 @@
+// MSA prefill on Hopper: indexer (tensor cores, FP16 operands exact for E4M3 x NVFP4), keyed top-k, and the
+// "KV outer, gather Q" sparse attention. Host API and layouts: msa_prefill.h; notes: docs/cuda-notes.md.
+//
+// Per query window (whole indexer tiles of one or more sequences), six launches:
+//  1. pf_index_kernel: CTA = (tile of 128 index rows of one sequence, up to 16 index-K blocks); the rows' E4M3
+//     queries live in registers as MMA A fragments; each block is copied (cp.async, double buffered), dequantised
+//     once into a swizzled FP16 tile (exact: e2m1 * scale has at most 6 significant bits), multiplied with ldmatrix
+//     B fragments, reduced to the block maximum per row. Only history blocks are scored (the local block is always
+//     selected, so its masked score is never needed).
+//  2. pf_topk_kernel: one warp per (token, index head): keyed 16-bit top-k of msa.md section 3, local block last;
+//     counts the picks per (KV head, block) list.
+//  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, chunk -> list map, counters
+//     reset for the next window.
+//  4. pf_fill_kernel: every pick appends (token, slot) to its list.
+//  5. pf_attn_kernel: persistent CTAs over the chunks: the chunk's K and V block is dequantised once into FP16
+//     tiles; each warp serves one gathered query at a time (its 16 query heads of the group are the MMA M
+//     dimension): S = Q K^T, causal mask on the local block, softmax over the block, O = P V, normalised partial O
+//     (FP16) and base-2 LSE per (token, group, slot).
+//  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE.
+// All FP16 tiles use one permuted dimension order (see dequant_page): table-free NVFP4 decode, 16-byte query loads
+// and 16-byte partial-output stores (the first version's byte-LUT and 2-byte loads bound both big kernels on the
+// L1/shared-memory pipe: docs/cuda-notes.md section 7).
+#include "msa_decode_internal.h"
+#include "msa_device.cuh"
+#include "msa_prefill.h"
+
+#include <algorithm>
+#include <cub/block/block_scan.cuh>
+#include <stdexcept>
+
+namespace msa::cuda {
+namespace {
+
+using namespace detail;
+
+constexpr int kQc = 32;  // gathered queries per attention work chunk (its K/V block is dequantised once for them)
+constexpr int kTileBytes = kBlock * kHeadDim * 2;  // FP16 [128][128] tile
+constexpr int kScanThreads = 1024;
+
+__device__ __forceinline__ void ldsm_x4(std::uint32_t (&r)[4], const void* p) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_trans(std::uint32_t (&r)[4], const void* p) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+// Byte offset of 16-byte chunk `chunk` (0..15) of row `row` in a swizzled FP16 [128][128] tile.
+__device__ __forceinline__ int tile_off(int row, int chunk) {
+    return row * 256 + (((chunk ^ row) & 7) | (chunk & 8)) * 16;
+}
+
+// FP16 tiles use a permuted dimension order (the same for K, V and index keys): word p (0..3, 4 bytes) of 16-byte
+// chunk j holds the f16x2 (dim d, dim d + 4) with d = 32p + 8(j >> 2) + (j & 3). The MMA reduction (K) and output (V)
+// dimensions only need the same order on both operands, and with it an MMA lane with column pair c owns exactly the
+// 32 contiguous dims [32c, 32c + 32): its query fragments come from two 16-byte loads per row and its partial
+// outputs go out as four 16-byte stores per row (instead of 32 two-byte loads and 32 four-byte stores), and the
+// NVFP4 decode needs no table: fp4x8's (n_i, n_{i+4}) pairs are exactly the tile words.
+constexpr std::uint32_t kH2x16384 = 0x74007400u;  // f16x2 (2^14, 2^14)
+// One (page, head) record (9216 bytes; global or shared memory) -> permuted FP16 tile of e2m1 * scale, exact:
+// (e2m1 * 2^-14) * 2^14 = e2m1, then * scale (at most 6 significant bits, >= 2^-10: a normal FP16). Rows >= valid
+// are zero (stale cache bytes never reach the MMAs). 128 threads; every 4-byte store of a warp hits 8 rows x 16 B in
+// distinct bank groups (the swizzle), so the stores are conflict free.
+__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        unsigned char* dst = tile + row * 256 + 4 * ch;
+        std::uint32_t o[16];
+        if (row < valid) {
+            const uint4 d = *reinterpret_cast<const uint4*>(rec + row * 64 + ch * 16);
+            const std::uint32_t sh =
+                e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(rec + kBlock * 64 + row * 8 + 2 * ch));
+            const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
+            const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                std::uint32_t P[4];
+                fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) o[4 * m + i] = hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 16; ++j) o[j] = 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(dst + ((((j ^ row) & 7) | (j & 8)) << 4)) = o[j];
+    }
+}
+// MMA A fragments of rows ra and rb (E4M3, 128 bytes each; null: a zero row) for the permuted tile order: k-step ks
+// pairs tile chunks 2ks and 2ks + 1, i.e. dims 32c + 8(ks >> 1) + 2(ks & 1) + {0, 4} and + {1, 5}. Exact.
+__device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::uint8_t* rb, int c,
+                                            std::uint32_t (&a)[8][4]) {
+    uint4 x[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const std::uint8_t* row = h == 0 ? ra : rb;
+#pragma unroll
+        for (int v = 0; v < 2; ++v)
+            x[h][v] = row ? *reinterpret_cast<const uint4*>(row + 32 * c + 16 * v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+        const int m = ks >> 1;  // 8-byte group: words 2m (dims +0..3) and 2m + 1 (dims +4..7)
+        const std::uint32_t sel0 = (ks & 1) ? 0x0062u : 0x0040u, sel1 = (ks & 1) ? 0x0073u : 0x0051u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint4& q = x[h][m >> 1];
+            const std::uint32_t lo = (m & 1) ? q.z : q.x, hi = (m & 1) ? q.w : q.y;
+            a[ks][h] = e4m3x2_to_h2(prmt(lo, hi, sel0));
+            a[ks][2 + h] = e4m3x2_to_h2(prmt(lo, hi, sel1));
+        }
+    }
+}
+// Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned source) into L2 by the TMA unit (sm_90).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+// ---------------------------------------------------------------- 1. indexer
+struct PfIdx {
+    const std::uint8_t* iq;
+    const std::uint8_t* ik_cache;
+    const int* page_table;
+    const int4* items;
+    float* scores;
+    int max_blocks, row_base, item0;
+};
+constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes;
+
+__global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char* stage = smem;
+    unsigned char* tile = smem + 2 * kPageHeadBytes;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
+    const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
+    const int* pt = p.page_table + static_cast<std::size_t>(seq) * p.max_blocks;
+    auto copy_page = [&](unsigned char* dst, int b) {
+        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
+        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
+    };
+    copy_page(stage, b0);
+    cp_async_commit();
+    // A fragments: this warp's 32 index rows (2 m-tiles) x 128 dims (8 k-steps), E4M3 -> FP16 exactly.
+    std::uint32_t a[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        const int ra = 32 * warp + 16 * mt + r, rb = ra + 8;
+        load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
+                    rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, a[mt]);
+    }
+    // ldmatrix row addresses: lanes 0-7 / 8-15 / 16-23 / 24-31 give keys n0+0..7 (dims chunk 2ks), n0+0..7 (2ks+1),
+    // n0+8..15 (2ks), n0+8..15 (2ks+1): b0/b1 of n-tile n0 then of n-tile n0+8.
+    const int lkey = ((lane >> 4) << 3) + (lane & 7), lchunk = (lane >> 3) & 1;
+    for (int b = b0, i = 0; b < b1; ++b, ++i) {
+        if (b + 1 < b1) copy_page(stage + ((i + 1) & 1) * kPageHeadBytes, b + 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid);
+        __syncthreads();
+        float mx[2][2] = {{-CUDART_INF_F, -CUDART_INF_F}, {-CUDART_INF_F, -CUDART_INF_F}};
+#pragma unroll 1
+        for (int nc = 0; nc < 4; ++nc) {
+            float acc[2][4][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
+#pragma unroll
+            for (int ks = 0; ks < 8; ++ks) {
+                std::uint32_t bf[2][4];
+#pragma unroll
+                for (int np = 0; np < 2; ++np) {
+                    const int key = nc * 32 + np * 16 + lkey;
+                    ldsm_x4(bf[np], tile + tile_off(key, 2 * ks + lchunk));
+                }
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int np = 0; np < 2; ++np) {
+                        mma16816(acc[mt][2 * np], a[mt][ks], bf[np][0], bf[np][1]);
+                        mma16816(acc[mt][2 * np + 1], a[mt][ks], bf[np][2], bf[np][3]);
+                    }
+            }
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt) {
+                    mx[mt][0] = fmaxf(mx[mt][0], fmaxf(acc[mt][nt][0], acc[mt][nt][1]));
+                    mx[mt][1] = fmaxf(mx[mt][1], fmaxf(acc[mt][nt][2], acc[mt][nt][3]));
+                }
+        }
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float v = mx[mt][h];
+                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+                const int row = 32 * warp + 16 * mt + 8 * h + r;
+                if (c == 0 && row < nrows)
+                    p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v;
+            }
+    }
+    cp_async_wait<0>();
+}
+
+// ---------------------------------------------------------------- 2. keyed top-k
+struct PfMeta {
+    const int* tok_seq;
+    const int* tok_pos;
+    const int* blk_seq;
+    const int* blk_b;
+    const int* seq_kv;
+    const int* seq_base;
+};
+struct PfTopk {
+    const float* scores;
+    PfMeta m;
+    int* topk_out;
+    unsigned* counts;
+    int max_blocks, nkv, topk, total_blocks, t0, rows;
+};
+
+// Keyed top-(k-1) of history scores sc[0..n) by one warp (msa.md section 3): lane j < k-1 returns the j-th pick.
+__device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
+    float mn = CUDART_INF_F, mx = -CUDART_INF_F;
+    for (int i = lane; i < n; i += 32) {
+        const float v = sc[i];
+        mn = fminf(mn, v);
+        mx = fmaxf(mx, v);
+    }
+    const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
+    std::uint32_t top[15];
+#pragma unroll
+    for (int j = 0; j < 15; ++j) top[j] = 0;
+    for (int i = lane; i < n; i += 32) top15_insert(top, keyed_key(sc[i], kq, i));
+    return top15_pick(top, k, lane, -1);
+}
+
+__global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wr = blockIdx.x * 4 + warp;
+    if (wr >= p.rows) return;
+    const int t = p.t0 + wr / p.nkv, g = wr % p.nkv;
+    const int pos = p.m.tok_pos[t], seq = p.m.tok_seq[t], local = pos / kBlock;
+    int blk;
+    if (local + 1 <= p.topk) {
+        blk = lane <= local ? lane : -1;
+    } else {
+        blk = keyed_topk_warp(p.scores + static_cast<std::size_t>(wr) * p.max_blocks, local, p.topk, lane);
+        if (lane == p.topk - 1) blk = local;
+    }
+    if (lane < p.topk) {
+        p.topk_out[(static_cast<std::size_t>(t) * p.nkv + g) * p.topk + lane] = blk;
+        if (blk >= 0) atomicAdd(&p.counts[g * p.total_blocks + p.m.seq_base[seq] + blk], 1u);
+    }
+}
+
+// ---------------------------------------------------------------- 3. scan
+struct PfScan {
+    unsigned* counts;
+    int* list_off;
+    int* cursor;
+    int* chunk_off;
+    int* chunk_list;
+    int n;
+};
+__global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
+    using Scan = cub::BlockScan<int, kScanThreads>;
+    __shared__ typename Scan::TempStorage tmp;
+    const int tid = threadIdx.x;
+    const int per = (p.n + kScanThreads - 1) / kScanThreads;
+    const int i0 = min(p.n, tid * per), i1 = min(p.n, i0 + per);
+    int sum = 0, chunks = 0;
+    for (int i = i0; i < i1; ++i) {
+        const int cnt = static_cast<int>(p.counts[i]);
+        sum += cnt;
+        chunks += (cnt + kQc - 1) / kQc;
+    }
+    int off = 0, coff = 0;
+    Scan(tmp).ExclusiveSum(sum, off);
+    __syncthreads();
+    Scan(tmp).ExclusiveSum(chunks, coff);
+    for (int i = i0; i < i1; ++i) {
+        const int cnt = static_cast<int>(p.counts[i]);
+        p.counts[i] = 0;
+        p.list_off[i] = off;
+        p.cursor[i] = off;
+        p.chunk_off[i] = coff;
+        const int nch = (cnt + kQc - 1) / kQc;
+        for (int j = 0; j < nch; ++j) p.chunk_list[coff + j] = i;
+        off += cnt;
+        coff += nch;
+    }
+    if (tid == kScanThreads - 1) {
+        p.list_off[p.n] = off;
+        p.chunk_off[p.n] = coff;
+    }
+}
+
+// ---------------------------------------------------------------- 4. fill
+struct PfFill {
+    const int* topk_out;
+    PfMeta m;
+    int* cursor;
+    int* entries;
+    int nkv, topk, total_blocks, t0, n;
+};
+__global__ void pf_fill_kernel(const PfFill p) {
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= p.n) return;
+    const int blk = p.topk_out[static_cast<std::size_t>(p.t0) * p.nkv * p.topk + e];
+    if (blk < 0) return;
+    const int tl = e / (p.nkv * p.topk), g = (e / p.topk) % p.nkv, slot = e % p.topk;
+    const int L = g * p.total_blocks + p.m.seq_base[p.m.tok_seq[p.t0 + tl]] + blk;
+    const int i = atomicAdd(&p.cursor[L], 1);
+    p.entries[i] = (tl << 4) | slot;
+}
+
+// ---------------------------------------------------------------- 5. gathered sparse attention
+struct PfAttn {
+    const std::uint8_t* q;
+    const std::uint8_t* k_cache;
+    const std::uint8_t* v_cache;
+    const int* page_table;
+    PfMeta m;
+    const int* list_off;
+    const int* chunk_off;
+    const int* chunk_list;
+    const int* entries;
+    __half* part_o;
+    float* part_lse;
+    int nq, nkv, G, topk, total_blocks, max_blocks, t0, n_lists;
+};
+constexpr std::size_t kAttnSmem = 2 * kTileBytes;
+
+// One gathered query (token t, KV head g) against the chunk's K tile: S = Q K^T with the group's 16 query heads as
+// the MMA rows, causal mask (keys > lim hidden), softmax over the block in FP32; the unnormalised probabilities
+// come back as FP16 A fragments for P V, with the base-2 LSE and 1 / sum of rows r and r + 8.
+struct QueryProbs {
+    std::uint32_t pa[8][4];
+    float lse[2], inv[2];
+};
+__device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
+                                            QueryProbs& out) {
+    const int r = (lane & 31) >> 2, c = lane & 3;
+    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
+    std::uint32_t qa[8][4];
+    {
+        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
+        load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
+    }
+    float s[16][4];
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+        for (int np = 0; np < 8; ++np) {
+            std::uint32_t bf[4];
+            ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
+            mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
+            mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
+        }
+    if (lim < kBlock - 1) {
+#pragma unroll
+        for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+            for (int e2 = 0; e2 < 4; ++e2)
+                if (nt * 8 + 2 * c + (e2 & 1) > lim) s[nt][e2] = -CUDART_INF_F;
+    }
+    float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        m0 = fmaxf(m0, fmaxf(s[nt][0], s[nt][1]));
+        m1 = fmaxf(m1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
+    const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
+    float l0 = 0.f, l1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+        s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
+        s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
+        s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
+        s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
+        l0 += s[nt][0] + s[nt][1];
+        l1 += s[nt][2] + s[nt][3];
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+        out.pa[ks][0] = pack_h2(s[2 * ks][0], s[2 * ks][1]);
+        out.pa[ks][1] = pack_h2(s[2 * ks][2], s[2 * ks][3]);
+        out.pa[ks][2] = pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        out.pa[ks][3] = pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+    out.lse[0] = m0 * kLog2eOverSqrtD + log2f(l0);
+    out.lse[1] = m1 * kLog2eOverSqrtD + log2f(l1);
+    out.inv[0] = 1.f / l0;
+    out.inv[1] = 1.f / l1;
+}
+
+// QPW gathered queries per warp at a time: their P V products share every V fragment (QPW = 2 halves the V
+// ldmatrix traffic per query). O is computed in two halves of the (permuted) dims to bound the registers.
+template <int QPW>
+__global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char* kt = smem;
+    unsigned char* vt = smem + kTileBytes;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int total = p.chunk_off[p.n_lists];
+    const int vkey = (((lane >> 3) & 1) << 3) + (lane & 7), vchunk = lane >> 4;  // V (transposed loads)
+    for (int w = blockIdx.x; w < total; w += gridDim.x) {
+        const int L = p.chunk_list[w];
+        const int begin = p.list_off[L] + (w - p.chunk_off[L]) * kQc;
+        const int end = min(begin + kQc, p.list_off[L + 1]);
+        const int g = L / p.total_blocks, gb = L - g * p.total_blocks;
+        const int seq = p.m.blk_seq[gb], b = p.m.blk_b[gb];
+        const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
+        const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
+        __syncthreads();  // the previous chunk's tiles are no longer read
+        dequant_page(p.k_cache + rec, valid, kt, tid);
+        dequant_page(p.v_cache + rec, valid, vt, tid);
+        // This warp's <= kQc / 4 entries of the chunk (iteration k, query q: lane k * QPW + q) and their positions,
+        // loaded once: a query no longer starts with two dependent global round trips (entry, then position and Q).
+        int my_code = 0, my_pos = 0;
+        if (lane < kQc / 4) {
+            const int ie = begin + QPW * warp + 4 * QPW * (lane / QPW) + lane % QPW;
+            if (ie < end) {
+                my_code = p.entries[ie];
+                my_pos = p.m.tok_pos[p.t0 + (my_code >> 4)];
+            }
+        }
+        __syncthreads();
+        for (int e = begin + QPW * warp, k = 0; e < end; e += 4 * QPW, ++k) {
+            const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
+            // Next iteration's query rows (the group's G heads of one token: G * 128 contiguous bytes) into L2 while
+            // this one computes (its Q load was a DRAM round trip).
+#pragma unroll
+            for (int q = 0; q < QPW; ++q) {
+                const int ncode = __shfl_sync(0xffffffffu, my_code, ((k + 1) * QPW + q) & 31);
+                if (lane == 0 && e + 4 * QPW + q < end)
+                    prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
+                                     static_cast<unsigned>(p.G) * kHeadDim);
+            }
+            QueryProbs qp[QPW];
+            std::size_t unit[QPW];
+#pragma unroll
+            for (int q = 0; q < QPW; ++q) {
+                unit[q] = 0;
+                const int code = __shfl_sync(0xffffffffu, my_code, k * QPW + q);
+                const int pos = __shfl_sync(0xffffffffu, my_pos, k * QPW + q);
+                if (q < nqw) {
+                    const int tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+                    // keys <= lim are visible (>= 0: b <= local)
+                    query_probs(p, kt, t, g, pos - b * kBlock, lane, qp[q]);
+                    unit[q] = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
+                } else {
+#pragma unroll
+                    for (int ks = 0; ks < 8; ++ks)
+                        qp[q].pa[ks][0] = qp[q].pa[ks][1] = qp[q].pa[ks][2] = qp[q].pa[ks][3] = 0u;
+                }
+            }
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                float o[QPW][8][4];
+#pragma unroll
+                for (int q = 0; q < QPW; ++q)
+#pragma unroll
+                    for (int nd = 0; nd < 8; ++nd) o[q][nd][0] = o[q][nd][1] = o[q][nd][2] = o[q][nd][3] = 0.f;
+#pragma unroll
+                for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+                    for (int np = 0; np < 4; ++np) {
+                        std::uint32_t bf[4];
+                        ldsm_x4_trans(bf, vt + tile_off(ks * 16 + vkey, 2 * (4 * half + np) + vchunk));
+#pragma unroll
+                        for (int q = 0; q < QPW; ++q) {
+                            mma16816(o[q][2 * np], qp[q].pa[ks], bf[0], bf[1]);
+                            mma16816(o[q][2 * np + 1], qp[q].pa[ks], bf[2], bf[3]);
+                        }
+                    }
+                    // o[q][4mm + i][e] (row r; [2 + e]: row r + 8) is dim 32c + 8m + i + 4e with m = 2 half + mm (the
+                    // permuted V tile order): 16 contiguous dims per row and half, two 16-byte stores, streaming
+                    // (evict-first: the partials are read once, by the combine, and would evict Q and K/V from L2)
+#pragma unroll
+                for (int q = 0; q < QPW; ++q) {
+                    if (q >= nqw) continue;
+                    __half* po = p.part_o + unit[q] * 16 * kHeadDim;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        if (r + 8 * h >= p.G) continue;
+                        const float inv = qp[q].inv[h];
+                        __half* dst = po + (r + 8 * h) * kHeadDim + 32 * c + 16 * half;
+#pragma unroll
+                        for (int mm = 0; mm < 2; ++mm) {
+                            const float(&x0)[4] = o[q][4 * mm];
+                            const float(&x1)[4] = o[q][4 * mm + 1];
+                            const float(&x2)[4] = o[q][4 * mm + 2];
+                            const float(&x3)[4] = o[q][4 * mm + 3];
+                            __stcs(reinterpret_cast<uint4*>(dst + 8 * mm),
+                                   make_uint4(pack_h2(x0[2 * h] * inv, x1[2 * h] * inv),
+                                              pack_h2(x2[2 * h] * inv, x3[2 * h] * inv),
+                                              pack_h2(x0[2 * h + 1] * inv, x1[2 * h + 1] * inv),
+                                              pack_h2(x2[2 * h + 1] * inv, x3[2 * h + 1] * inv)));
+                        }
+                    }
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < QPW; ++q)
+                if (q < nqw && c == 0) {
+                    if (r < p.G) p.part_lse[unit[q] * 16 + r] = qp[q].lse[0];
+                    if (r + 8 < p.G) p.part_lse[unit[q] * 16 + r + 8] = qp[q].lse[1];
+                }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- 6. combine
+struct PfCombine {
+    const __half* part_o;
+    const float* part_lse;
+    const int* topk_out;
+    float* out;
+    int nq, nkv, G, topk, t0;
+};
+constexpr int kMaxHeads = 256;
+__global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
+    __shared__ float s_w[kMaxHeads][16];
+    const int tl = blockIdx.x, t = p.t0 + tl, tid = threadIdx.x;
+    for (int qh = tid; qh < p.nq; qh += 128) {
+        const int g = qh / p.G, hh = qh - g * p.G;
+        const int* row = p.topk_out + (static_cast<std::size_t>(t) * p.nkv + g) * p.topk;
+        const float* lse = p.part_lse + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk) * 16 + hh;
+        float v[16], mx = -CUDART_INF_F;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            v[sl] = (sl < p.topk && row[sl] >= 0) ? lse[sl * 16] : -CUDART_INF_F;
+            mx = fmaxf(mx, v[sl]);
+        }
+        float den = 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            v[sl] = v[sl] == -CUDART_INF_F ? 0.f : exp2f(v[sl] - mx);
+            den += v[sl];
+        }
+        const float inv = den > 0.f ? 1.f / den : 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) s_w[qh][sl] = v[sl] * inv;
+    }
+    __syncthreads();
+    // Two heads per pass, two dims per thread; the <= 16 partial loads of a head are all issued before the sums.
+    // Slots without a pick hold stale workspace bytes (maybe NaN): their products are discarded, never added.
+    const int d2 = (tid & 63) * 2;
+    for (int qh = tid >> 6; qh < p.nq; qh += 2) {
+        const int g = qh / p.G, hh = qh - g * p.G;
+        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d2;
+        __half2 v[16];
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl)
+            v[sl] = sl < p.topk
+                        ? __ldcs(reinterpret_cast<const __half2*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
+                        : __floats2half2_rn(0.f, 0.f);
+        float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            const float wgt = s_w[qh][sl];
+            const float2 f = __half22float2(v[sl]);
+            a0 += wgt != 0.f ? wgt * f.x : 0.f;
+            a1 += wgt != 0.f ? wgt * f.y : 0.f;
+        }
+        *reinterpret_cast<float2*>(p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d2) =
+            make_float2(a0, a1);
+    }
+}
+
+int sm_count() {
+    int dev = 0, n = 0;
+    detail::check(cudaGetDevice(&dev));
+    detail::check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+}
+std::size_t align256(std::size_t x) {
+    return (x + 255) & ~std::size_t(255);
+}
+
+}  // namespace
+
+MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPrefillSeq> seqs, int max_blocks,
+                                 const MsaPrefillOptions& opt) {
+    const int nkv = geo.num_kv_heads;
+    const int G = nkv > 0 ? geo.num_q_heads / nkv : 0;
+    if (seqs.empty() || nkv < 1 || 128 % nkv != 0 || geo.num_q_heads % nkv != 0 || G < 1 || G > 16 ||
+        geo.num_q_heads > kMaxHeads || geo.topk < 1 || geo.topk > 16 || max_blocks < 1 || max_blocks > 8192 ||
+        opt.idx_blocks_per_item < 1)
+        throw std::invalid_argument("msa::cuda::make_prefill_plan: unsupported geometry");
+    MsaPrefillPlan p;
+    p.geo = geo;
+    p.opt = opt;
+    p.batch = static_cast<int>(seqs.size());
+    p.max_blocks = max_blocks;
+    p.tile_tokens = 128 / nkv;
+    long long T = 0, TB = 0;
+    for (const MsaPrefillSeq& s : seqs) {
+        if (s.q_len < 1 || s.kv_len < s.q_len || s.kv_len > 128LL * max_blocks)
+            throw std::invalid_argument("msa::cuda::make_prefill_plan: need 1 <= q_len <= kv_len <= 128 * max_blocks");
+        p.seq_kv_len.push_back(s.kv_len);
+        p.seq_blk_base.push_back(static_cast<int>(TB));
+        for (int i = 0; i < s.q_len; ++i) {
+            p.tok_seq.push_back(static_cast<int>(&s - seqs.data()));
+            p.tok_pos.push_back(s.kv_len - s.q_len + i);
+        }
+        const int nb = (s.kv_len + kBlock - 1) / kBlock;
+        for (int b = 0; b < nb; ++b) {
+            p.blk_seq.push_back(static_cast<int>(&s - seqs.data()));
+            p.blk_b.push_back(b);
+        }
+        T += s.q_len;
+        TB += nb;
+    }
+    if (T * nkv >= (1LL << 27) || TB * nkv >= (1LL << 30))
+        throw std::invalid_argument("msa::cuda::make_prefill_plan: batch too large");
+    p.total_tokens = static_cast<int>(T);
+    p.total_blocks = static_cast<int>(TB);
+    const int topk = geo.topk;
+    const std::size_t N = static_cast<std::size_t>(nkv) * TB;
+    // Workspace per window token and fixed parts.
+    const std::size_t per_tok = static_cast<std::size_t>(nkv) * max_blocks * 4 +            // scores
+                                static_cast<std::size_t>(nkv) * topk * 16 * kHeadDim * 2 +  // partial O
+                                static_cast<std::size_t>(nkv) * topk * 16 * 4 +             // partial LSE
+                                static_cast<std::size_t>(nkv) * topk * 4 * 2;               // entries, chunks
+    // Tiles and indexer items.
+    struct Tile {
+        int t0, t1, seq, nblk;
+    };
+    std::vector<Tile> tiles;
+    {
+        int tok = 0;
+        for (int s = 0; s < p.batch; ++s) {
+            for (int tt = 0; tt < seqs[s].q_len; tt += p.tile_tokens) {
+                const int n = std::min(p.tile_tokens, seqs[s].q_len - tt);
+                const int last_pos = seqs[s].kv_len - seqs[s].q_len + tt + n - 1;
+                const int local = last_pos / kBlock;
+                tiles.push_back({tok + tt, tok + tt + n, s, local + 1 > topk ? local : 0});
+            }
+            tok += seqs[s].q_len;
+        }
+    }
+    std::size_t fixed = 6 * (N + 1) * 4 + (2 * T + 2 * TB + 2 * p.batch) * 4 + 4096;
+    for (const Tile& t : tiles)
+        fixed += static_cast<std::size_t>((t.nblk + opt.idx_blocks_per_item - 1) / opt.idx_blocks_per_item) * 32;
+    long long W = opt.window_tokens > 0       ? opt.window_tokens
+                  : opt.max_workspace > fixed ? static_cast<long long>((opt.max_workspace - fixed) / per_tok)
+                                              : 0;
+    W = std::max<long long>(W, p.tile_tokens);
+    // Windows of whole tiles.
+    for (std::size_t i = 0; i < tiles.size();) {
+        MsaPrefillPlan::Window w;
+        w.t0 = tiles[i].t0;
+        w.item0 = static_cast<int>(p.items.size() / 8);
+        while (i < tiles.size() && (tiles[i].t1 - w.t0 <= W || tiles[i].t0 == w.t0)) {
+            const Tile& t = tiles[i];
+            for (int b = 0; b < t.nblk; b += opt.idx_blocks_per_item) {
+                const int v[8] = {
+                    t.seq, t.t0 * nkv, (t.t1 - t.t0) * nkv, b, std::min(t.nblk, b + opt.idx_blocks_per_item), 0, 0, 0};
+                p.items.insert(p.items.end(), v, v + 8);
+            }
+            w.t1 = t.t1;
+            ++i;
+        }
+        w.item1 = static_cast<int>(p.items.size() / 8);
+        p.window_tokens = std::max(p.window_tokens, w.t1 - w.t0);
+        p.windows.push_back(w);
+    }
+    const std::size_t Wt = static_cast<std::size_t>(p.window_tokens);
+    const std::size_t picks = Wt * nkv * topk;
+    std::size_t off = 0;
+    auto take = [&](std::size_t bytes) {
+        const std::size_t o = off;
+        off += align256(bytes);
+        return o;
+    };
+    p.meta_tok_seq = 0;
+    p.meta_tok_pos = p.meta_tok_seq + T;
+    p.meta_blk_seq = p.meta_tok_pos + T;
+    p.meta_blk_b = p.meta_blk_seq + TB;
+    p.meta_seq_kv = p.meta_blk_b + TB;
+    p.meta_seq_base = p.meta_seq_kv + p.batch;
+    p.meta_off = take((p.meta_seq_base + p.batch) * 4);
+    p.items_off = take(std::max<std::size_t>(p.items.size(), 8) * 4);
+    p.scores_off = take(Wt * nkv * max_blocks * 4);
+    p.counts_off = take(N * 4);
+    p.list_off_off = take((N + 1) * 4);
+    p.cursor_off = take(N * 4);
+    p.chunk_off_off = take((N + 1) * 4);
+    p.chunk_list_off = take((picks / kQc + N + 1) * 4);
+    p.entries_off = take(picks * 4);
+    p.part_o_off = take(picks * 16 * kHeadDim * 2);
+    p.part_lse_off = take(picks * 16 * 4);
+    p.total_bytes = off;
+    p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
+    const void* attn = p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
+                                       : reinterpret_cast<const void*>(pf_attn_kernel<2>);
+    static bool attrs_set = false;
+    if (!attrs_set) {
+        detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kIdxSmem)));
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kAttnSmem)));
+        detail::check(cudaFuncSetAttribute(pf_attn_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kAttnSmem)));
+        attrs_set = true;
+    }
+    int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
+    p.attn_ctas = std::max(1, per_sm) * sm_count();
+    return p;
+}
+
+void init_prefill_workspace(const MsaPrefillPlan& p, void* workspace, cudaStream_t stream) {
+    auto* ws = static_cast<std::uint8_t*>(workspace);
+    std::vector<int> meta;
+    meta.reserve(p.meta_seq_base + p.batch);
+    for (const auto* v : {&p.tok_seq, &p.tok_pos, &p.blk_seq, &p.blk_b, &p.seq_kv_len, &p.seq_blk_base})
+        meta.insert(meta.end(), v->begin(), v->end());
+    detail::check(cudaMemcpyAsync(ws + p.meta_off, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice, stream));
+    if (!p.items.empty())
+        detail::check(
+            cudaMemcpyAsync(ws + p.items_off, p.items.data(), p.items.size() * 4, cudaMemcpyHostToDevice, stream));
+    detail::check(cudaMemsetAsync(ws + p.counts_off, 0, static_cast<std::size_t>(p.num_lists()) * 4, stream));
+    detail::check(cudaStreamSynchronize(stream));  // `meta` is a local buffer
+}
+
+void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t stream) {
+    auto* ws = static_cast<std::uint8_t*>(a.workspace);
+    const int* meta = reinterpret_cast<const int*>(ws + p.meta_off);
+    const PfMeta m{meta + p.meta_tok_seq, meta + p.meta_tok_pos, meta + p.meta_blk_seq,
+                   meta + p.meta_blk_b,   meta + p.meta_seq_kv,  meta + p.meta_seq_base};
+    auto* scores = reinterpret_cast<float*>(ws + p.scores_off);
+    auto* counts = reinterpret_cast<unsigned*>(ws + p.counts_off);
+    auto* list_off = reinterpret_cast<int*>(ws + p.list_off_off);
+    auto* cursor = reinterpret_cast<int*>(ws + p.cursor_off);
+    auto* chunk_off = reinterpret_cast<int*>(ws + p.chunk_off_off);
+    auto* chunk_list = reinterpret_cast<int*>(ws + p.chunk_list_off);
+    auto* entries = reinterpret_cast<int*>(ws + p.entries_off);
+    auto* part_o = reinterpret_cast<__half*>(ws + p.part_o_off);
+    auto* part_lse = reinterpret_cast<float*>(ws + p.part_lse_off);
+    const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv, topk = p.geo.topk;
+    const int N = p.num_lists();
+    for (const MsaPrefillPlan::Window& w : p.windows) {
+        const int rows = (w.t1 - w.t0) * nkv;
+        if (w.item1 > w.item0) {
+            const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
+                           scores, p.max_blocks, w.t0 * nkv,   w.item0};
+            pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
+        }
+        const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
+        pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
+        pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(PfScan{counts, list_off, cursor, chunk_off, chunk_list, N});
+        const int n = rows * topk;
+        pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+            PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
+        const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
+                        chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
+                        topk,       p.total_blocks, p.max_blocks, w.t0,         N};
+        if (p.attn_qpw == 1)
+            pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        else
+            pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
+            PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
+        detail::check(cudaGetLastError());
+    }
+}
+
+}  // namespace msa::cuda

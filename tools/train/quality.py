@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""Regenerates docs/quality.md from the committed default model (one command, CPU, about 20 minutes on this
+2-core machine when it is shared; the defaults score 4 windows of 2048 tokens):
+
+  /usr/bin/python3 tools/train/quality.py [--msa build/msa] [--windows 4] [--out docs/quality.md]
+
+What it measures (figures are computed by this script, never typed in):
+- held-out perplexity by the C++ engine (`msa score`, exact numerics) on the first --windows windows of 2048
+  tokens of the held-out documents (never trained on): MSA vs dense attention, NVFP4 vs FP8 vs BF16 KV cache, top-k
+  variants, the no-QAT ablation (tools/train/ablations/noqat), Q8KV4 numerics, and 4096-token windows (2x the trained
+  context);
+- the same perplexity from the Python reference (tools/reference/msaref, keyed top-k, exact mode) on the same
+  tokens: the C++ and PyTorch figures must agree within 0.5%;
+- the DSpark drafter's acceptance length (greedy drafting verified greedily, PyTorch);
+- sample generations by `msa generate` (plain text continuations and chat prompts rendered with the model's own
+  chat template);
+- the training loss curve (models/default/training/train_log.csv).
+Raw results go to tools/train/quality.json.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
+from bpe import ByteLevelBPE  # noqa: E402
+from drafter import DrafterConfig, DSparkDrafter  # noqa: E402
+from export import read_drafter_state, read_model_state  # noqa: E402
+from model import Mode, TinyConfig, TinyM3  # noqa: E402
+from msaref.checkpoint import load_model  # noqa: E402
+from msaref.config import load_config  # noqa: E402
+from msaref.model import Runtime  # noqa: E402
+from msaref.runner import run, score as ref_score  # noqa: E402
+from train_tokenizer import EOS  # noqa: E402
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def msa_score(msa: str, model_dir: str, ids: list, flags: list) -> float:
+    """Sum of -log p over tokens 1.. of one window, by `msa score`."""
+    path = "/tmp/msa_quality_ids.txt"
+    with open(path, "w") as f:
+        f.write(" ".join(str(int(t)) for t in ids))
+    r = subprocess.run([msa, "score", "--model", model_dir, "--ids", path, "--no-per-token", *flags],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"msa score {' '.join(flags)} failed: {r.stderr.strip()[-500:]}")
+    return float(json.loads(r.stdout)["nll_sum"])
+
+
+def heldout_windows(held: np.ndarray, T: int, n: int) -> list:
+    return [held[i * T:(i + 1) * T].astype(np.int64).tolist() for i in range(min(n, len(held) // T))]
+
+
+def tiny_from_dir(model_dir: str) -> TinyM3:
+    """The training model (model.py) with a checkpoint's weights (dequantised exactly)."""
+    c = load_config(model_dir)
+    cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
+                     num_heads=c.num_heads, num_kv_heads=c.num_kv_heads, head_dim=c.head_dim,
+                     rotary_dim=c.rotary_dim, rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
+                     dense_intermediate_size=c.dense_intermediate_size, intermediate_size=c.intermediate_size,
+                     shared_intermediate_size=c.shared_intermediate_size, num_experts=c.num_experts,
+                     top_k_experts=c.top_k_experts, routed_scaling_factor=c.routed_scaling_factor,
+                     dense_layers=c.msa_layers.index(True), topk_blocks=c.topk_blocks, block_size=c.block_size)
+    m = TinyM3(cfg)
+    m.load_state_dict(read_model_state(model_dir))
+    return m.eval()
+
+
+@torch.no_grad()
+def acceptance_length(ref, target: TinyM3, drafter: DSparkDrafter, held: np.ndarray, n_prompts: int,
+                      prompt_len: int, new_tokens: int) -> dict:
+    """Greedy speculative decoding, simulated exactly on the target's greedy trajectory: the reference decodes the
+    greedy continuation S of each held-out prompt; one target forward over S gives the taps and the target's greedy
+    token g[t] after every position; the drafter drafts a block at every anchor position of the continuation. A
+    round anchored at position n accepts drafts while they equal both S and g, then the target's own token follows:
+    1 + accepted tokens per target step (dspark.md's acceptance length); the next round's anchor is that token."""
+    dc = drafter.c
+    Bk = dc.block_size
+    mode = Mode(sparse=True, kv="nvfp4", w4a4=True, w4a4_weights=False)
+    stride = (len(held) - prompt_len - 1) // n_prompts
+    prompts = [held[p * stride:p * stride + prompt_len].astype(np.int64).tolist() for p in range(n_prompts)]
+    rr = run(ref, prompts, Runtime(mode="exact", topk_method="keyed"), n_greedy=new_tokens + Bk + 1,
+             keep=lambda s, p: False)
+    steps, produced, mismatch = 0, 0, 0
+    per_pos = np.zeros(Bk)
+    for i, pr in enumerate(prompts):
+        S = torch.tensor(pr + rr.greedy[i])
+        stats = {}
+        h = target(S[None], mode, taps=tuple(dc.target_layer_ids), stats=stats)
+        g = target.logits(h).argmax(-1)[0]
+        mismatch += int((g[prompt_len - 1:-1] != S[prompt_len:]).sum())
+        taps = torch.cat([stats["taps"][li] for li in dc.target_layer_ids], -1)
+        anchors = torch.arange(prompt_len, prompt_len + new_tokens)
+        prev = torch.zeros(1, len(anchors), Bk, dtype=torch.long)
+        u = drafter(taps, target.model.embed_tokens, target.lm_head, S[anchors][None], prev, anchors)
+        u = u[0] - drafter.markov_head(prev)[0].float()  # [M, Bk, V] without the Markov term
+        x = S[anchors]
+        drafts = []
+        for j in range(Bk):  # greedy left to right: the Markov term uses the previous draft
+            x = (u[:, j] + drafter.markov_head(x).float()).argmax(-1)
+            drafts.append(x)
+        D = torch.stack(drafts, 1)
+        n = prompt_len
+        while n < prompt_len + new_tokens:
+            acc = 0
+            while acc < Bk and int(D[n - prompt_len, acc]) == int(S[n + 1 + acc]) == int(g[n + acc]):
+                per_pos[acc] += 1
+                acc += 1
+            steps += 1
+            produced += 1 + acc
+            n += 1 + acc
+    return {"acceptance_length": produced / steps, "target_steps": steps, "tokens": produced,
+            "accepted_per_position": (per_pos / steps).round(3).tolist(), "prompts": n_prompts,
+            "prompt_tokens": prompt_len, "new_tokens": new_tokens, "block_size": Bk,
+            "reference_vs_training_model_greedy_mismatches": mismatch}
+
+
+def generate(msa: str, model_dir: str, tok, ids: list, n: int, temperature: float, seed: int) -> str:
+    r = subprocess.run([msa, "generate", "--model", model_dir, "--prompt-ids", " ".join(map(str, ids)),
+                        "--max-tokens", str(n), "--temperature", str(temperature), "--top-k", "40", "--top-p", "0.95",
+                        "--seed", str(seed)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"msa generate failed: {r.stderr.strip()[-500:]}")
+    out = [int(t) for t in r.stdout.split()]
+    return tok.decode(out)
+
+
+def loss_curve(path: str, every: int) -> list:
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    keep = [r for i, r in enumerate(rows) if r["heldout_loss"] or i % every == 0 or r["phase"] == "final"]
+    return keep
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--msa", default=os.path.join(ROOT, "build", "msa"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models", "default"))
+    ap.add_argument("--noqat", default=os.path.join(HERE, "ablations", "noqat"))
+    ap.add_argument("--heldout", default=os.path.join(HERE, "data", "heldout.bin"))
+    ap.add_argument("--windows", type=int, default=4, help="held-out windows of 2048 tokens")
+    ap.add_argument("--long-windows", type=int, default=1, help="held-out windows of 4096 tokens")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--accept-prompts", type=int, default=8)
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "quality.md"))
+    ap.add_argument("--json", default=os.path.join(HERE, "quality.json"))
+    ap.add_argument("--quick", action="store_true", help="fewer variants (for a smoke test)")
+    ap.add_argument("--report-only", action="store_true", help="rewrite --out from the figures in --json")
+    args = ap.parse_args()
+    if args.report_only:
+        with open(args.json) as f:
+            write_report(args, json.load(f), load_config(args.model))
+        return
+    t0 = time.time()
+    if not os.path.exists(args.heldout):
+        sys.exit(f"quality: {args.heldout} missing: run tools/train/build_corpus.py and prepare_data.py")
+    held = np.fromfile(args.heldout, dtype=np.uint16)
+    tok = ByteLevelBPE.from_hf_json(os.path.join(args.model, "tokenizer.json"))
+    cfg = load_config(args.model)
+    T = 2048
+    wins = heldout_windows(held, T, args.windows)
+    long_wins = heldout_windows(held, 2 * T, args.long_windows)
+    n_tok = sum(len(w) - 1 for w in wins)
+    res = {"date": datetime.date.today().isoformat(), "windows": len(wins), "window_tokens": T,
+           "scored_tokens": n_tok, "long_windows": len(long_wins), "variants": [], "parity": []}
+    thr = ["--threads", str(args.threads), "--activations", "exact"]
+    k = cfg.topk_blocks
+    variants = [
+        ("default: MSA top-%d, NVFP4 KV (shipped)" % k, args.model, [], wins),
+        ("dense attention, NVFP4 KV", args.model, ["--dense-attention"], wins),
+        ("MSA top-%d, FP8 KV" % k, args.model, ["--kv-cache-dtype", "fp8"], wins),
+        ("MSA top-%d, BF16 KV" % k, args.model, ["--kv-cache-dtype", "bf16"], wins),
+        ("dense attention, BF16 KV", args.model, ["--dense-attention", "--kv-cache-dtype", "bf16"], wins),
+    ]
+    if not args.quick:
+        variants += [(f"MSA top-{kk}, NVFP4 KV", args.model, ["--topk-blocks", str(kk)], wins)
+                     for kk in (1, 2, 8) if kk != k]
+        variants += [("MSA top-%d, NVFP4 KV, Q8KV4 numerics" % k, args.model, ["--numerics", "q8kv4"], wins)]
+        if os.path.isdir(args.noqat):
+            variants += [("no-QAT ablation: MSA top-%d, NVFP4 KV" % k, args.noqat, [], wins),
+                         ("no-QAT ablation: MSA top-%d, BF16 KV" % k, args.noqat, ["--kv-cache-dtype", "bf16"],
+                          wins),
+                         ("no-QAT ablation: dense attention, BF16 KV", args.noqat,
+                          ["--dense-attention", "--kv-cache-dtype", "bf16"], wins)]
+        variants += [("4096-token windows: MSA top-%d, NVFP4 KV" % k, args.model, [], long_wins),
+                     ("4096-token windows: dense attention, NVFP4 KV", args.model, ["--dense-attention"], long_wins)]
+    for name, mdir, flags, ws in variants:
+        t = time.time()
+        nll = sum(msa_score(args.msa, mdir, w, flags + thr) for w in ws)
+        n = sum(len(w) - 1 for w in ws)
+        res["variants"].append({"variant": name, "model": os.path.relpath(mdir, ROOT), "flags": flags,
+                                "tokens": n, "nll": nll / n, "ppl": math.exp(nll / n)})
+        log(f"{name:55s} ppl {math.exp(nll / n):9.3f}  ({time.time() - t:.0f} s)")
+
+    # C++ vs the Python reference on the same tokens
+    ref, _ = load_model(args.model)
+    for name, rt, flags in (("MSA top-%d, NVFP4 KV (shipped)" % k, Runtime(mode="exact", topk_method="keyed"), []),
+                            ("dense attention, BF16 KV", Runtime(mode="exact", kv_dtype="bf16", force_dense=True),
+                             ["--dense-attention", "--kv-cache-dtype", "bf16"])):
+        t = time.time()
+        py = -sum(sum(ref_score(ref, w, rt)) for w in wins[:max(1, len(wins) // 2)])
+        cpp = sum(msa_score(args.msa, args.model, w, flags + thr) for w in wins[:max(1, len(wins) // 2)])
+        n = sum(len(w) - 1 for w in wins[:max(1, len(wins) // 2)])
+        res["parity"].append({"variant": name, "tokens": n, "ppl_cpp": math.exp(cpp / n),
+                              "ppl_pytorch": math.exp(py / n),
+                              "rel_diff": abs(math.exp(cpp / n) / math.exp(py / n) - 1)})
+        log(f"parity {name}: C++ {math.exp(cpp / n):.4f} PyTorch {math.exp(py / n):.4f} ({time.time() - t:.0f} s)")
+
+    # drafter
+    ddir = os.path.join(args.model, "drafter")
+    if os.path.isdir(ddir):
+        with open(os.path.join(ddir, "config.json")) as f:
+            dj = json.load(f)
+        dc = DrafterConfig(hidden_size=dj["hidden_size"], num_layers=dj["num_hidden_layers"],
+                           num_heads=dj["num_attention_heads"], num_kv_heads=dj["num_key_value_heads"],
+                           head_dim=dj["head_dim"], rotary_dim=dj["rotary_dim"], rope_theta=dj["rope_theta"],
+                           rms_norm_eps=dj["rms_norm_eps"], intermediate_size=dj["intermediate_size"],
+                           target_layer_ids=dj["target_layer_ids"], block_size=dj["dspark_block_size"],
+                           sliding_window=dj["sliding_window"], markov_rank=dj["markov_head"]["rank"],
+                           mask_token_id=dj["mask_token_id"], vocab_size=dj["vocab_size"])
+        d = DSparkDrafter(dc)
+        d.load_state_dict(read_drafter_state(ddir))
+        d.eval()
+        t = time.time()
+        res["drafter"] = acceptance_length(ref, tiny_from_dir(args.model), d, held, args.accept_prompts, 256, 128)
+        res["drafter"]["parameters"] = sum(p.numel() for p in d.parameters())
+        log(f"drafter acceptance {res['drafter']['acceptance_length']:.3f} ({time.time() - t:.0f} s)")
+
+    # samples
+    with open(os.path.join(args.model, "tokenizer_config.json")) as f:
+        tc = json.load(f)
+    import jinja2
+    tmpl = jinja2.Environment().from_string(tc["chat_template"])
+    prompts = [("text", "Genesis 1\n1 In the beginning"), ("text", "Psalms 23\n1 The LORD is my shepherd"),
+               ("text", "Q: What is a hacker?\nA:")]
+    chats = [("Recite John 3:16.", "enabled"), ("Tell me a fortune.", "disabled"),
+             ("What does the Bible say about wisdom?", "disabled")]
+    res["samples"] = []
+    for i, (kind, p) in enumerate(prompts):
+        res["samples"].append({"kind": "continuation", "prompt": p,
+                               "output": generate(args.msa, args.model, tok, tok.encode(p), 80, 0.8, i)})
+    for i, (q, think) in enumerate(chats):
+        p = tmpl.render(messages=[{"role": "user", "content": q}], add_generation_prompt=True,
+                        thinking_mode=think, tools=None, bos_token=tc["bos_token"])
+        res["samples"].append({"kind": f"chat (thinking {think})", "prompt": q,
+                               "output": generate(args.msa, args.model, tok, tok.encode(p), 120, 0.7, 10 + i)})
+    res["seconds"] = time.time() - t0
+    with open(args.json, "w") as f:
+        json.dump(res, f, indent=1)
+    write_report(args, res, cfg)
+    log(f"wrote {args.out} and {args.json} in {res['seconds']:.0f} s")
+
+
+def _mostly_non_words(text: str) -> bool:
+    """True when under 70% of a text's non-space characters are letters (a sample that left prose)."""
+    chars = [c for c in text if not c.isspace()]
+    return bool(chars) and sum(c.isalpha() for c in chars) < 0.7 * len(chars)
+
+
+def write_report(args, res, cfg):
+    V = {v["variant"]: v for v in res["variants"]}
+    k = cfg.topk_blocks
+    ship = V["default: MSA top-%d, NVFP4 KV (shipped)" % k]
+    dense = V["dense attention, NVFP4 KV"]
+    rel = lambda a, b: 100.0 * (a["ppl"] / b["ppl"] - 1)  # noqa: E731
+    summ_path = os.path.join(args.model, "training", "summary.json")
+    summ = json.load(open(summ_path)) if os.path.exists(summ_path) else {}
+    L = []
+    L.append("# Quality of the default model")
+    L.append("")
+    L.append("Generated by `/usr/bin/python3 tools/train/quality.py` from the committed `models/default` "
+             f"({res['date']}); raw figures in `tools/train/quality.json`. Do not edit by hand.")
+    L.append("")
+    n_params = summ.get("parameters")
+    L.append("## The model")
+    L.append(f"- MiniMax-M3.1 structure at small size: {cfg.num_layers} layers (layer 0 dense attention + dense MLP, "
+             f"layers 1-{cfg.num_layers - 1} MSA + MoE), hidden {cfg.hidden_size}, {cfg.num_heads} query / "
+             f"{cfg.num_kv_heads} KV heads x {cfg.head_dim}, {cfg.num_experts} experts top-{cfg.top_k_experts} + "
+             f"1 shared, MSA top-{k} of {cfg.block_size}-token blocks (sparse beyond {k * cfg.block_size} tokens), "
+             f"vocabulary {cfg.vocab_size}" + (f", {n_params / 1e6:.1f} M parameters" if n_params else "") + ".")
+    L.append("- Weights: routed experts NVFP4 (ModelOpt layout, W4A4 activations as M3.1), router FP32, the rest "
+             "BF16; NVFP4 KV cache for K, V and index keys by default.")
+    if summ.get("target"):
+        t = summ["target"]
+        L.append(f"- Trained by `tools/train/gpu_run.sh` on {summ.get('gpu', summ.get('device'))} (torch "
+                 f"{summ.get('torch')}): {t['steps']} steps of {summ['args']['batch']} x {summ['args']['seq']} "
+                 f"tokens in {t['seconds']:.0f} s; dense warm-up to step {t['phase_steps'][0]}, sparse attention "
+                 f"with the indexer's KL objective to step {t['phase_steps'][1]}, then QAT (NVFP4 K/V/index-K and "
+                 f"W4A4 NVFP4 experts). Replay the same schedule by steps with `train.py ... {t['reproduce']}` "
+                 "(fixed seeds and batches; GPU kernels are not bit-deterministic).")
+        L.append(f"- The GPU run's own held-out evaluation (PyTorch training model, BF16 autocast, "
+                 f"{summ['args']['eval_windows']} windows of {summ['args']['seq'] + 1} tokens): loss "
+                 f"{t['final_heldout_loss']:.4f} with NVFP4 KV and W4A4 experts, perplexity "
+                 f"{math.exp(t['final_heldout_loss']):.2f}"
+                 + (f"; the no-QAT ablation's, unquantised, {summ['noqat']['final_heldout_loss']:.4f}"
+                    if summ.get("noqat") else "")
+                 + ". The figures below are the engine's, on fewer windows, so they differ.")
+    L.append("")
+    L.append("## Held-out perplexity (C++ engine, `msa score`)")
+    L.append(f"{res['windows']} windows of {res['window_tokens']} tokens from the held-out documents "
+             f"({res['scored_tokens']} scored tokens; each window scored from its own start), exact numerics and "
+             "exact activations unless the row says otherwise.")
+    L.append("")
+    L.append("| variant | tokens | perplexity | vs shipped |")
+    L.append("|---|---:|---:|---:|")
+    for v in res["variants"]:
+        same_len = v["tokens"] == ship["tokens"]
+        L.append(f"| {v['variant']} | {v['tokens']} | {v['ppl']:.3f} | "
+                 f"{('%+.2f%%' % rel(v, ship)) if same_len else '-'} |")
+    L.append("")
+    L.append("## C++ vs PyTorch")
+    L.append("The same windows (first half) scored by the independent Python reference (`tools/reference/msaref`, "
+             "keyed top-k, exact mode, FP32):")
+    L.append("")
+    L.append("| variant | tokens | C++ | PyTorch | relative difference |")
+    L.append("|---|---:|---:|---:|---:|")
+    for p in res["parity"]:
+        L.append(f"| {p['variant']} | {p['tokens']} | {p['ppl_cpp']:.4f} | {p['ppl_pytorch']:.4f} | "
+                 f"{100 * p['rel_diff']:.4f}% {'(within 0.5%)' if p['rel_diff'] < 0.005 else '(OVER 0.5%)'} |")
+    L.append("")
+    if "drafter" in res:
+        d = res["drafter"]
+        L.append("## DSpark drafter")
+        L.append(f"{d['parameters'] / 1e6:.2f} M parameters, block of {d['block_size']} drafted positions. Greedy "
+                 f"drafting verified greedily over {d['new_tokens']} generated tokens after each of {d['prompts']} "
+                 f"held-out prompts of {d['prompt_tokens']} tokens (PyTorch, simulated exactly on the target's "
+                 f"greedy continuation; the C++ engine has no DSpark drafter yet): **acceptance length "
+                 f"{d['acceptance_length']:.2f}** tokens per target step (the target's own token included), "
+                 f"{d['target_steps']} target steps. Accepted fraction by draft position: "
+                 f"{', '.join('%.2f' % a for a in d['accepted_per_position'])}.")
+        L.append("")
+    curve = loss_curve(os.path.join(args.model, "training", "train_log.csv"), 10)
+    if curve:
+        L.append("## Training loss curve")
+        L.append("From `models/default/training/train_log.csv` (every logged held-out evaluation; training loss is "
+                 "the batch's mean token NLL in nats).")
+        L.append("")
+        L.append("| step | phase | lr | train loss | indexer KL | held-out loss |")
+        L.append("|---:|---|---:|---:|---:|---:|")
+        for r in curve:
+            L.append(f"| {r['step']} | {r['phase']} | {r['lr']} | {r['loss']} | {r['indexer_kl']} | "
+                     f"{r['heldout_loss']} |")
+        L.append("")
+    with open(os.path.join(args.model, "tokenizer_config.json")) as f:
+        eos = json.load(f)["eos_token"]
+    L.append("## Samples (`msa generate`, temperature 0.8/0.7, top-k 40, top-p 0.95)")
+    L.append(f"Each sample as generated, up to its length limit or the end-of-sequence token `{eos}` "
+             "(shown as `<end of sequence>`).")
+    for s in res["samples"]:
+        out = s["output"]
+        if out.endswith(eos):
+            out = out[:-len(eos)] + "<end of sequence>"
+        L.append("")
+        L.append(f"**{s['kind']}**: `{s['prompt']!r}`")
+        L.append("")
+        L.append("```")
+        L.append(out.replace("```", "'''"))
+        L.append("```")
+    L.append("")
+    L.append("## What is good and what is not")
+    good, bad = [], []
+    par_ok = all(p["rel_diff"] < 0.005 for p in res["parity"])
+    (good if par_ok else bad).append(
+        "The C++ engine and the independent PyTorch reference agree on held-out perplexity "
+        + ("within 0.5%." if par_ok else "only to %.3f%%: over the 0.5%% bound." %
+           (100 * max(p["rel_diff"] for p in res["parity"]))))
+    d_ms = rel(ship, dense)
+    (good if d_ms < 2.0 else bad).append(
+        f"MSA (top-{k} blocks) changes perplexity by {d_ms:+.2f}% against dense attention at 2048 tokens (both "
+        "with NVFP4 KV), where each query "
+        f"reads at most {k * cfg.block_size} of up to 2048 keys.")
+    if "MSA top-%d, BF16 KV" % k in V:
+        kvq = rel(ship, V["MSA top-%d, BF16 KV" % k])
+        fp8 = rel(V["MSA top-%d, FP8 KV" % k], V["MSA top-%d, BF16 KV" % k])
+        (good if kvq < 1.0 else bad).append(f"The NVFP4 KV cache costs {kvq:+.2f}% perplexity against BF16 KV "
+                                            f"(FP8: {fp8:+.2f}%).")
+    nq = V.get("no-QAT ablation: MSA top-%d, NVFP4 KV" % k)
+    if nq:
+        gain = rel(nq, ship)
+        (good if gain > 0 else bad).append(
+            f"Quantisation-aware training: the ablation trained for the same steps without fake quantisation is "
+            f"{gain:+.2f}% worse in the shipped NVFP4 configuration; with a BF16 KV cache it is still "
+            f"{rel(V['no-QAT ablation: MSA top-%d, BF16 KV' % k], V['MSA top-%d, BF16 KV' % k]):+.2f}% worse, "
+            "since both checkpoints ship NVFP4 (W4A4) experts and only the QAT model was trained with them.")
+    tk = [(kk, V["MSA top-%d, NVFP4 KV" % kk]) for kk in (1, 2, 8) if "MSA top-%d, NVFP4 KV" % kk in V]
+    if tk:
+        (good if all(rel(v, ship) > -0.5 for _, v in tk) else bad).append(
+            f"Top-k of the trained top-{k}: " + ", ".join(f"top-{kk} {rel(v, ship):+.2f}%" for kk, v in tk)
+            + f" against top-{k}; the indexer's selection is tuned to the budget it was trained with.")
+    lw = V.get("4096-token windows: MSA top-%d, NVFP4 KV" % k)
+    lwd = V.get("4096-token windows: dense attention, NVFP4 KV")
+    if lw and lwd:
+        (good if lw["ppl"] <= lwd["ppl"] * 1.02 else bad).append(
+            f"At 4096 tokens (twice the trained context) MSA gives {lw['ppl']:.3f} and dense attention "
+            f"{lwd['ppl']:.3f}.")
+    if "drafter" in res:
+        a = res["drafter"]["acceptance_length"]
+        dsum = summ.get("drafter", {})
+        (good if a >= 2.0 else bad).append(
+            f"The drafter's greedy acceptance length is {a:.2f} (its first draft matches the target's greedy token "
+            f"{100 * res['drafter']['accepted_per_position'][0]:.0f}% of the time)"
+            + (f"; it was trained for {dsum['steps']} steps ({dsum['seconds']:.0f} s)" if dsum else "") + ".")
+    texts = [smp["output"][:-len(eos)] if smp["output"].endswith(eos) else smp["output"] for smp in res["samples"]]
+    degenerate = [t for t in texts if _mostly_non_words(t)]
+    empty = [smp for smp, t in zip(res["samples"], texts) if not t.strip()]
+    if empty:
+        bad.append(f"{len(empty)} of {len(res['samples'])} samples end at once with the end-of-sequence token "
+                   f"(prompt {empty[0]['prompt']!r}).")
+    if degenerate:
+        bad.append(f"{len(degenerate)} of {len(res['samples'])} samples drift into strings of digits or symbols "
+                   f"(e.g. {degenerate[0][:60]!r}): the fortune files of the corpus hold long digit "
+                   "strings (message ids, 'lucky numbers', a bignum listing) and a small model falls into them once "
+                   "a sampled token leaves plain prose.")
+    bad.append(f"It is a {summ.get('parameters', 0) / 1e6:.0f} M-parameter model trained for minutes on about 3 M "
+               "tokens of KJV, fortunes and the Jargon File: text has the style of its corpus but facts, reasoning "
+               "and long coherence are beyond it; chat answers imitate the format of the few synthetic chat "
+               "examples it saw.")
+    L.append("Good:")
+    L += [f"- {g}" for g in good]
+    L.append("")
+    L.append("Not good:")
+    L += [f"- {b}" for b in bad]
+    L.append("")
+    with open(args.out, "w") as f:
+        f.write("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
