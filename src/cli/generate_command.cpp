@@ -69,6 +69,7 @@ int run_generate(const GenerateOptions& o) {
         std::fflush(stdout);
         if (event->finished) {
             std::printf("\n");
+            std::fflush(stdout);  // the newline before the figures on stderr
             MSA_CHECK(event->error.empty(), "generation failed: {}", event->error);
             print_request_speed(*event, static_cast<std::int32_t>(prompt.size()));
         }
