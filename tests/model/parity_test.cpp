@@ -314,8 +314,14 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     EXPECT_LE(over_strict, tol.strict_exceptions) << "rows over " << tol.logits_rel_strict;
     EXPECT_GE(compared, static_cast<int>(lrows.size()) - 2) << "too few rows with identical selections";
 
-    // 3. Greedy: step t predicts from the logits of position L-1+t.
-    int greedy_checked = 0;
+    // 3. Greedy: step t predicts from the logits of position L-1+t. Two kinds of steps are legal divergence points:
+    // a golden margin below the logits tolerance (README rule 3), and the steps from the one where the reference's
+    // own float32 run already left the float64 golden (`fp32_reference_agrees_for_steps`): there float32 noise
+    // flips a near-tie decision upstream (MoE routing, W4A4 activation codes, block selection) that the margin does
+    // not show. The decode steps are teacher forced (they feed the golden tokens), so every step stays comparable:
+    // before that point every step must match; from it on at most 10% may differ.
+    const auto agrees = run["greedy"]["fp32_reference_agrees_for_steps"].get<std::vector<int>>();
+    int greedy_checked = 0, fragile_steps = 0, fragile_mismatches = 0;
     for (int s = 0; s < nseq; ++s) {
         const int L = static_cast<int>(prompts[s].size());
         for (int t = 0; t < n_greedy; ++t) {
@@ -323,23 +329,34 @@ TEST_P(Parity, MatchesReferenceGoldens) {
             const float maxabs = std::fabs(*std::max_element(row.begin(), row.end(), [](float a, float b) {
                 return std::fabs(a) < std::fabs(b);
             }));
-            // A golden margin below the logits tolerance is a legal divergence point. The decode steps are teacher
-            // forced (they feed the golden tokens), so the later steps stay comparable: skip only that step.
-            if (margins[s][static_cast<std::size_t>(t)] < tol.logits_rel * maxabs) continue;
-            EXPECT_EQ(argmax(row.data(), vocab), greedy[s][static_cast<std::size_t>(t)])
-                << "seq " << s << " greedy step " << t << " (golden margin " << margins[s][static_cast<std::size_t>(t)]
-                << ")";
+            const double margin = margins[s][static_cast<std::size_t>(t)];
+            if (margin < tol.logits_rel * maxabs) continue;
+            const bool same = argmax(row.data(), vocab) == greedy[s][static_cast<std::size_t>(t)];
+            if (t >= agrees[static_cast<std::size_t>(s)]) {
+                ++fragile_steps;
+                fragile_mismatches += same ? 0 : 1;
+                continue;
+            }
+            EXPECT_TRUE(same) << "seq " << s << " greedy step " << t << ": engine " << argmax(row.data(), vocab)
+                              << ", golden " << greedy[s][static_cast<std::size_t>(t)] << " (golden margin " << margin
+                              << ")";
             ++greedy_checked;
         }
     }
-    EXPECT_GE(greedy_checked, nseq * n_greedy / 2) << "most greedy steps should be decided by a clear margin";
+    EXPECT_LE(fragile_mismatches, fragile_steps / 10)
+        << "steps after the reference's own float32 divergence: " << fragile_mismatches << " of " << fragile_steps
+        << " differ";
+    EXPECT_GE(greedy_checked + fragile_steps, nseq * n_greedy / 2)
+        << "most greedy steps should be decided by a clear margin";
     const json& lpj = run["logprobs"];
+    const auto gppl = lpj["perplexity"].get<std::vector<double>>();
     const auto gppl32 = lpj["perplexity_fp32_reference"].get<std::vector<double>>();
+    double ref_ppl_rel = 0;  // the reference's own float32 deviation, largest over the prompts
+    for (std::size_t s = 0; s < gppl32.size(); ++s) ref_ppl_rel = std::max(ref_ppl_rel, std::fabs(gppl32[s] / gppl[s] - 1));
     const double median_tol = std::max(tol.logprob_abs_median, 2 * lpj["fp32_reference_abs_diff_median"].get<double>());
 
     // 4. Log-probabilities and perplexity.
     const auto glp = read_f32(run_dir / run["logprobs"]["file"].get<std::string>());
-    const auto gppl = run["logprobs"]["perplexity"].get<std::vector<double>>();
     std::size_t off = 0;
     std::vector<double> diffs;
     double max_ppl_rel = 0;
@@ -354,9 +371,8 @@ TEST_P(Parity, MatchesReferenceGoldens) {
         }
         const double ppl = std::exp(nll / (L - 1));
         const double rel = std::fabs(ppl / gppl[static_cast<std::size_t>(s)] - 1);
-        const double ref_rel = std::fabs(gppl32[static_cast<std::size_t>(s)] / gppl[static_cast<std::size_t>(s)] - 1);
         max_ppl_rel = std::max(max_ppl_rel, rel);
-        EXPECT_LT(rel, std::max(tol.perplexity_rel, 2 * ref_rel)) << "perplexity of prompt " << s << ": " << ppl << " vs golden "
+        EXPECT_LT(rel, std::max(tol.perplexity_rel, 2 * ref_ppl_rel)) << "perplexity of prompt " << s << ": " << ppl << " vs golden "
                                            << gppl[static_cast<std::size_t>(s)];
     }
     ASSERT_EQ(off, glp.size());
@@ -366,10 +382,10 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     EXPECT_LT(median, median_tol);
 
     std::printf("[parity] %s/%s: selection rows %d (%d differ as sets, %d break the near-tie rule), logits rows %d/%zu compared, "
-                "worst rel err %.3g, greedy steps checked %d/%d, logprob |diff| median %.3g max %.3g, "
+                "worst rel err %.3g, greedy steps checked %d/%d (+%d after the reference's own divergence, %d differ), logprob |diff| median %.3g max %.3g, "
                 "perplexity rel diff max %.3g; prefill %.2f s, decode %.2f s\n",
                 spec.preset.c_str(), spec.run.c_str(), sel_rows, sel_set_differs, sel_illegal, compared, lrows.size(), worst,
-                greedy_checked, nseq * n_greedy, median, maxdiff, max_ppl_rel,
+                greedy_checked, nseq * n_greedy, fragile_steps, fragile_mismatches, median, maxdiff, max_ppl_rel,
                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
 }
 
