@@ -10,8 +10,9 @@
 //    near-tie allowance (README rule 1);
 //  - logits rows at positions where the engine selected the same blocks as the reference in every MSA layer: the
 //    relative error max|a-g|/max|g| under the mode's tolerance (README rule 2, see kLogitTolerance below);
-//  - greedy: the engine's argmax at each of the 64 steps equals the golden token until the first step whose golden
-//    margin is below the tolerance (a legal divergence point); teacher forcing makes this the free-running check;
+//  - greedy: the engine's argmax at each of the 64 steps equals the golden token, except at steps whose golden
+//    margin is below the logits tolerance and, counted separately, after the step where the reference's own float32
+//    run left its float64 golden (see step 3 below); teacher forcing keeps every step comparable;
 //  - log-probabilities of every prompt position and the perplexity of each prompt.
 #include "core/error.h"
 #include "model/minimax_m3_model.h"
@@ -66,15 +67,15 @@ struct Tolerance {
 // Logits (README rule 2): exact mode with BF16 KV: 1e-4 everywhere. FP8 / NVFP4 KV: a code at a rounding threshold
 // may round the other way in a float32 implementation than in the float64 golden (formats.md allows it) and moves
 // later logits by a few 1e-4: 1e-4 on all rows but one, 1e-3 on every row.
-// Q8KV4: 3e-3. Its E4M3 roundings of Q and P turn float32 noise into jumps of one E4M3 step per element, and the
-// engine quantises P against the running (per-block online-softmax) max as msa.md section 5 says, where the
-// reference uses one row max over all selected keys (its README): the two differ in P's E4M3 roundings, so Q8KV4
-// runs also get a wider log-probability budget and may have a few selection rows (at most 3%) in later MSA layers
-// whose index scores moved by more than the near-tie allowance.
+// Q8KV4: 3e-3. Its E4M3 roundings of Q and P turn float32 noise into jumps of one E4M3 step per element.
+// Some runs are chaotic in float32 itself: m31-nvfp4's Q8KV4 (E4M3 Q and P on top of W4A4's NVFP4 activation codes)
+// has the reference's own float32 run off its float64 golden by a median relative error of 1.5% and a p99 of 24%
+// (`reference_fp32_vs_fp64`). When that median exceeds the tolerance, a row may reach the reference's own p99 and at
+// most 20% of the rows may exceed the tolerance.
 // Log-probabilities and perplexity: at least the budget below, and at least twice what the reference's own float32
 // run differs from its float64 golden (positions with near-tie selections dominate the maximum and the perplexity).
 Tolerance tolerance_for(const std::string& mode, const std::string& kv) {
-    if (mode == "q8kv4") return {3e-3f, 3e-3f, 0, 4e-3, 5e-3, 0.03};
+    if (mode == "q8kv4") return {3e-3f, 3e-3f, 0, 5e-4, 1e-3, 0.0};
     if (kv == "bf16") return {1e-4f, 1e-4f, 0, 1e-4, 5e-4, 0.0};
     return {1e-3f, 1e-4f, 1, 1e-4, 5e-4, 0.0};
 }
@@ -181,7 +182,7 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     const fs::path run_dir = golden_dir / spec.run;
     const json run = read_json(run_dir / "run.json");
     const std::string mode = run["mode"], kv = run["kv_dtype"], topk = run["topk_method"];
-    const Tolerance tol = tolerance_for(mode, kv);
+    Tolerance tol = tolerance_for(mode, kv);
 
     ModelOptions o;
     o.kv_cache_dtype = parse_kv_cache_dtype(kv);
@@ -301,6 +302,13 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     ASSERT_EQ(glogits.size(), lrows.size() * static_cast<std::size_t>(vocab));
     int compared = 0, over_strict = 0;
     double worst = 0;
+    const json& self = run["reference_fp32_vs_fp64"];
+    const bool chaotic = self["rel_err_median"].get<double>() > tol.logits_rel;
+    float row_bound = tol.logits_rel;
+    if (chaotic) {
+        row_bound = std::max(row_bound, self["rel_err_p99"].get<float>());
+        tol.strict_exceptions = static_cast<int>(lrows.size() / 5);
+    }
     for (std::size_t r = 0; r < lrows.size(); ++r) {
         const int s = lrows[r]["seq"], pos = lrows[r]["pos"];
         if (pos_with_other_selection.count({s, pos})) continue;
@@ -308,7 +316,7 @@ TEST_P(Parity, MatchesReferenceGoldens) {
         const double e = rel_err(mine.data(), glogits.data() + r * static_cast<std::size_t>(vocab), vocab);
         worst = std::max(worst, e);
         ++compared;
-        EXPECT_LT(e, tol.logits_rel) << "seq " << s << " pos " << pos << " (" << lrows[r]["phase"] << ")";
+        EXPECT_LT(e, row_bound) << "seq " << s << " pos " << pos << " (" << lrows[r]["phase"] << ")";
         if (e >= tol.logits_rel_strict) ++over_strict;
     }
     EXPECT_LE(over_strict, tol.strict_exceptions) << "rows over " << tol.logits_rel_strict;
@@ -319,7 +327,8 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     // own float32 run already left the float64 golden (`fp32_reference_agrees_for_steps`): there float32 noise
     // flips a near-tie decision upstream (MoE routing, W4A4 activation codes, block selection) that the margin does
     // not show. The decode steps are teacher forced (they feed the golden tokens), so every step stays comparable:
-    // before that point every step must match; from it on at most 10% may differ.
+    // before that point every step must match; from it on at most one step (the one the reference itself flipped)
+    // plus 10% may differ.
     const auto agrees = run["greedy"]["fp32_reference_agrees_for_steps"].get<std::vector<int>>();
     int greedy_checked = 0, fragile_steps = 0, fragile_mismatches = 0;
     for (int s = 0; s < nseq; ++s) {
@@ -343,7 +352,7 @@ TEST_P(Parity, MatchesReferenceGoldens) {
             ++greedy_checked;
         }
     }
-    EXPECT_LE(fragile_mismatches, fragile_steps / 10)
+    EXPECT_LE(fragile_mismatches, 1 + fragile_steps / 10)
         << "steps after the reference's own float32 divergence: " << fragile_mismatches << " of " << fragile_steps
         << " differ";
     EXPECT_GE(greedy_checked + fragile_steps, nseq * n_greedy / 2)
@@ -382,9 +391,10 @@ TEST_P(Parity, MatchesReferenceGoldens) {
     EXPECT_LT(median, median_tol);
 
     std::printf("[parity] %s/%s: selection rows %d (%d differ as sets, %d break the near-tie rule), logits rows %d/%zu compared, "
-                "worst rel err %.3g, greedy steps checked %d/%d (+%d after the reference's own divergence, %d differ), logprob |diff| median %.3g max %.3g, "
+                "worst rel err %.3g%s, greedy steps checked %d/%d (+%d after the reference's own divergence, %d differ), logprob |diff| median %.3g max %.3g, "
                 "perplexity rel diff max %.3g; prefill %.2f s, decode %.2f s\n",
                 spec.preset.c_str(), spec.run.c_str(), sel_rows, sel_set_differs, sel_illegal, compared, lrows.size(), worst,
+                chaotic ? " (chaotic run: bound is the reference's own float32 p99)" : "",
                 greedy_checked, nseq * n_greedy, fragile_steps, fragile_mismatches, median, maxdiff, max_ppl_rel,
                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
 }
