@@ -45,13 +45,13 @@ BenchModel bench_model(const std::string& name) {
         return m;
     }
     if (name == "mid") {
-        m.spec.config_json = config_json(2048, 8, 16, 4, 32768, 6144, 16, 4, 1024, 16, true);
+        m.spec.config_json = config_json(1024, 8, 8, 2, 32768, 3072, 16, 4, 512, 16, true);
         m.spec.attention_format = LinearFormat::mxfp8;
         m.spec.mlp_format = LinearFormat::mxfp8;
         m.spec.expert_format = LinearFormat::nvfp4;
         m.spec.max_shard_bytes = 256ull << 20;
-        m.prefill_tokens = 1024;
-        m.decode_tokens = 24;
+        m.prefill_tokens = 4096;  // 32 blocks: top-16 is sparse
+        m.decode_tokens = 32;
         return m;
     }
     fail("unknown benchmark model '{}' (tiny or mid)", name);

@@ -16,8 +16,9 @@ struct BenchModel {
 
 // "tiny": the shape of the embedded default model (issue 6): hidden 256, 4 layers (1 dense + 3 MSA with MoE),
 // BF16 weights, NVFP4 KV, top-4 blocks.
-// "mid": M3.1-style at reduced width: hidden 2048, 8 layers (1 dense + 7 MSA/MoE, 16 experts of 1024, top-4, shared
-// expert), MXFP8 projections, NVFP4 W4A4 experts, NVFP4 KV, top-16 blocks.
+// "mid": M3.1-style at reduced width, about 270M parameters: hidden 1024, 8 layers (1 dense + 7 MSA/MoE, 16 experts
+// of 512, top-4, shared expert), 8 q / 2 KV heads of 128, vocab 32768, MXFP8 projections, NVFP4 W4A4 experts, NVFP4
+// KV, top-16 blocks.
 BenchModel bench_model(const std::string& name);
 
 }  // namespace msa::bench

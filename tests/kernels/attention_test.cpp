@@ -96,17 +96,16 @@ std::vector<double> reference_exact(const Fixture& f, const float* q, int h, int
     return out;
 }
 
-// msa.md section 5's Q8KV4 contract, block by block in ascending order.
+// msa.md section 5's Q8KV4 contract with P taken against the row's max over all its selected keys (the engine's
+// and the Python reference's choice): E4M3 Q, E4M3(P * 448) times V / 448, FP32 sum of the unquantised P.
 std::vector<double> reference_q8kv4(const Fixture& f, const float* q, int h, int pos, const std::vector<int>& blocks) {
     const int g = h / (f.H / f.Hkv);
     auto e4m3 = [](float x) { return e4m3_to_float(float_to_e4m3(x)); };
     std::vector<float> q8(static_cast<std::size_t>(f.D));
     for (int d = 0; d < f.D; ++d) q8[d] = e4m3(q[d]);
-    double m = -INFINITY, l = 0;
-    std::vector<double> acc(static_cast<std::size_t>(f.D), 0.0);
+    std::vector<float> s;
+    std::vector<int> keys;
     for (int b : blocks) {
-        std::vector<float> s;
-        std::vector<int> keys;
         for (int j = b * 128; j < std::min(b * 128 + 128, pos + 1); ++j) {
             const auto& k = f.key8(g, j);
             float dot = 0;
@@ -114,20 +113,16 @@ std::vector<double> reference_q8kv4(const Fixture& f, const float* q, int h, int
             s.push_back(dot / std::sqrt(float(f.D)));
             keys.push_back(j);
         }
-        const double m_new = std::max<double>(m, *std::max_element(s.begin(), s.end()));
-        const double alpha = std::exp(m - m_new);
-        std::vector<double> o(static_cast<std::size_t>(f.D), 0.0);
-        double sum = 0;
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-            const float p = static_cast<float>(std::exp(s[i] - m_new));
-            sum += p;
-            const float pq = e4m3(p * 448.0f);
-            const auto& v = f.value8(g, keys[i]);
-            for (int d = 0; d < f.D; ++d) o[d] += double(pq) * v[d];
-        }
-        for (int d = 0; d < f.D; ++d) acc[d] = acc[d] * alpha + o[d] / 448.0;
-        l = l * alpha + sum;
-        m = m_new;
+    }
+    const double m = *std::max_element(s.begin(), s.end());
+    std::vector<double> acc(static_cast<std::size_t>(f.D), 0.0);
+    double l = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const float p = static_cast<float>(std::exp(s[i] - m));
+        l += p;
+        const float pq = e4m3(p * 448.0f);
+        const auto& v = f.value8(g, keys[i]);
+        for (int d = 0; d < f.D; ++d) acc[d] += double(pq) * v[d] / 448.0;
     }
     for (auto& a : acc) a /= l;
     return acc;

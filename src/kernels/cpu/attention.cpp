@@ -93,6 +93,12 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
     s.p.resize(kKvPageTokens);
     std::vector<std::size_t> cursor(static_cast<std::size_t>(nq), 0);
 
+    // Q8KV4 quantises P = exp(s - max) to E4M3, so the max it is taken against matters: a pre-pass over the blocks
+    // finds each row's max over all its selected keys first, and every block's P is then relative to that final
+    // max (alpha stays 1). This makes the result independent of block order and chunking, and it is the reference's
+    // choice (tools/reference/README.md: one row max over all selected keys).
+    for (int pass = q8 ? 0 : 1; pass < 2; ++pass) {
+    std::fill(cursor.begin(), cursor.end(), 0);
     for (const std::int32_t b : all) {
         s.users.clear();
         for (int t = 0; t < nq; ++t) {
@@ -106,7 +112,7 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
         const int valid = std::min(kKvPageTokens, seq.kv_len - b * kKvPageTokens);
         const std::int32_t page = seq.pages[b];
         read_kv_rows(krows, page, valid, read_mode, s.k.data());
-        read_kv_rows(vrows, page, valid, read_mode, s.v.data());
+        if (pass == 1) read_kv_rows(vrows, page, valid, read_mode, s.v.data());
         // Gather the r heads of every user query, then one product against the block's keys.
         for (std::size_t u = 0; u < s.users.size(); ++u) {
             const std::int64_t row = seq.q_offset + task.i0 + s.users[u];
@@ -121,11 +127,17 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
             const int visible = std::min(valid, pos - b * kKvPageTokens + 1);
             for (int h = 0; h < r; ++h) {
                 const std::size_t st = static_cast<std::size_t>(t * r + h);
+                if (pass == 0) {
+                    const float* raw = s.logits.data() + (u * r + h) * kKvPageTokens;
+                    for (int j = 0; j < visible; ++j) s.m[st] = std::max(s.m[st], raw[j] * shape.softmax_scale);
+                    continue;
+                }
                 const float alpha = online_softmax_block(s.logits.data() + (u * r + h) * kKvPageTokens, visible,
                                                          shape.softmax_scale, s.m[st], s.l[st], s.p.data());
                 pv_accumulate(s.acc.data() + st * D, alpha, s.p.data(), s.v.data(), visible, D, q8);
             }
         }
+    }
     }
     for (int t = 0; t < nq; ++t) {
         const std::int64_t row = seq.q_offset + task.i0 + t;

@@ -1,0 +1,43 @@
+# ctest fixture of the parity suite: makes PRESET's checkpoint with the reference's generator into OUT and checks
+# every file's SHA-256 against the golden manifest (a mismatch means the generator changed since the goldens were
+# made). Files that already match are kept, so a rerun costs only the hashing.
+#   cmake -DPYTHON=/usr/bin/python3 -DSOURCE_DIR=... -DPRESET=tiny-mix -DOUT=... -P parity_checkpoint.cmake
+file(READ ${SOURCE_DIR}/tests/reference/goldens/${PRESET}/manifest.json _manifest)
+string(JSON _hashes GET "${_manifest}" checkpoint_sha256)
+string(JSON _n LENGTH "${_hashes}")
+math(EXPR _last "${_n} - 1")
+
+function(_check_all result)
+  set(_ok TRUE)
+  foreach(_i RANGE ${_last})
+    string(JSON _file MEMBER "${_hashes}" ${_i})
+    string(JSON _want GET "${_hashes}" "${_file}")
+    if(NOT EXISTS ${OUT}/${_file})
+      set(_ok FALSE)
+      continue()
+    endif()
+    file(SHA256 ${OUT}/${_file} _got)
+    if(NOT _got STREQUAL _want)
+      set(_ok FALSE)
+      message(STATUS "${PRESET}: ${_file} has SHA-256 ${_got}, the manifest says ${_want}")
+    endif()
+  endforeach()
+  set(${result} ${_ok} PARENT_SCOPE)
+endfunction()
+
+_check_all(_ok)
+if(_ok)
+  message(STATUS "${PRESET}: checkpoint in ${OUT} matches the manifest")
+  return()
+endif()
+file(REMOVE_RECURSE ${OUT})
+execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/tools/reference/gen_checkpoint.py --preset ${PRESET} --out ${OUT}
+                RESULT_VARIABLE _rc OUTPUT_QUIET)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "${PRESET}: gen_checkpoint.py failed (${_rc})")
+endif()
+_check_all(_ok)
+if(NOT _ok)
+  message(FATAL_ERROR "${PRESET}: the generated checkpoint differs from the goldens' manifest: regenerate the goldens")
+endif()
+message(STATUS "${PRESET}: generated ${OUT}, every file matches the manifest")
