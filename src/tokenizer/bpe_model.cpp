@@ -127,7 +127,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& config, cons
     entries.reserve(pairs.size());
     const std::size_t prefix_length = model->continuing_subword_prefix_.size();
     for (std::size_t rank = 0; rank < pairs.size(); ++rank) {
-        const auto& [left, right] = pairs[rank];
+        const std::string& left = pairs[rank].first;
+        const std::string& right = pairs[rank].second;
         const auto find = [&](const std::string& token) {
             const auto it = model->vocab_.find(token);
             MSA_CHECK(it != model->vocab_.end(), "{}: merge number {} ({} {}) uses \"{}\", which is not in the "

@@ -32,6 +32,8 @@ std::string required_string(const nlohmann::json& object, std::string_view key, 
     return value.get<std::string>();
 }
 
+void throw_not_array(const std::string& where) { fail("{} must be an array", where); }
+
 std::string type_of(const nlohmann::json& object, const std::string& where) {
     return required_string(object, "type", where);
 }

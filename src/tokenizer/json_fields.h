@@ -1,8 +1,10 @@
 // Small helpers to read tokenizer.json values with error messages that name the exact JSON location.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,8 @@ bool boolean(const nlohmann::json& object, std::string_view key, bool fallback, 
 std::string string(const nlohmann::json& object, std::string_view key, const std::string& fallback,
                    const std::string& where);
 
+[[noreturn]] void throw_not_array(const std::string& where);
+
 // A required string member.
 std::string required_string(const nlohmann::json& object, std::string_view key, const std::string& where);
 
@@ -31,6 +35,20 @@ Regex pattern(const nlohmann::json& object, const std::string& where);
 inline std::string child(const std::string& where, std::string_view key) { return where + "." + std::string(key); }
 inline std::string element(const std::string& where, std::size_t index) {
     return where + "[" + std::to_string(index) + "]";
+}
+
+// The components of a Sequence: make(element, element_where) for each element of the array `key`, dropping nulls.
+template <typename Component, typename Make>
+std::vector<std::unique_ptr<Component>> sequence(const nlohmann::json& object, std::string_view key,
+                                                 const std::string& where, Make&& make) {
+    const nlohmann::json& list = require(object, key, where);
+    if (!list.is_array()) throw_not_array(child(where, key));
+    std::vector<std::unique_ptr<Component>> parts;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        auto part = make(list[i], element(child(where, key), i));
+        if (part) parts.push_back(std::move(part));
+    }
+    return parts;
 }
 
 }  // namespace msa::json_fields

@@ -181,13 +181,7 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& config, const 
     if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(UnicodeForm::kNfkc);
     if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(UnicodeForm::kNfkd);
     if (type == "Sequence") {
-        const nlohmann::json& list = jf::require(config, "normalizers", where);
-        MSA_CHECK(list.is_array(), "{}.normalizers must be an array", where);
-        std::vector<std::unique_ptr<Normalizer>> parts;
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            auto part = make_normalizer(list[i], jf::element(jf::child(where, "normalizers"), i));
-            if (part) parts.push_back(std::move(part));
-        }
+        auto parts = jf::sequence<Normalizer>(config, "normalizers", where, make_normalizer);
         if (parts.empty()) return nullptr;  // an empty sequence changes nothing
         if (parts.size() == 1) return std::move(parts.front());
         return std::make_unique<SequenceNormalizer>(std::move(parts));

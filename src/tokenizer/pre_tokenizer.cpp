@@ -288,14 +288,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& config, c
         return std::make_unique<CharSplitPreTokenizer>(CharSplitPreTokenizer::Kind::kBert, Behavior::kIsolated);
     }
     if (type == "Sequence") {
-        const nlohmann::json& list = jf::require(config, "pretokenizers", where);
-        MSA_CHECK(list.is_array(), "{}.pretokenizers must be an array", where);
-        std::vector<std::unique_ptr<PreTokenizer>> parts;
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            auto part = make_pre_tokenizer(list[i], jf::element(jf::child(where, "pretokenizers"), i));
-            if (part) parts.push_back(std::move(part));
-        }
-        return std::make_unique<SequencePreTokenizer>(std::move(parts));
+        return std::make_unique<SequencePreTokenizer>(
+            jf::sequence<PreTokenizer>(config, "pretokenizers", where, make_pre_tokenizer));
     }
     fail("{}: pre-tokenizer type \"{}\" is not supported (supported: Split, ByteLevel, Digits, Whitespace, "
          "WhitespaceSplit, Punctuation, BertPreTokenizer, Sequence)",
