@@ -463,15 +463,29 @@ void Interpreter::append_output(std::string& out, std::string_view text) const {
     out.append(text);
 }
 
+namespace {
+
+// Appends a weak reference, dropping expired ones whenever the list doubles (its size stays proportional to the
+// objects alive, not to the number of assignments a long loop makes).
+template <typename T>
+void remember(std::vector<std::weak_ptr<T>>& list, const std::shared_ptr<T>& item) {
+    if (list.size() >= 1024 && (list.size() & (list.size() - 1)) == 0) {
+        std::erase_if(list, [](const std::weak_ptr<T>& w) { return w.expired(); });
+    }
+    list.push_back(item);
+}
+
+}  // namespace
+
 void Interpreter::track(const std::shared_ptr<Object>& obj) {
-    tracked_.push_back(obj);
+    remember(tracked_, obj);
 }
 
 void Interpreter::assign(Scope& scope, const std::string& name, Value value, const std::shared_ptr<Scope>& owner) {
     const bool is_object = value.is_object();
     scope.set(name, std::move(value));
     if (is_object && (object_scopes_.empty() || object_scopes_.back().lock() != owner)) {
-        object_scopes_.push_back(owner);
+        remember(object_scopes_, owner);
     }
 }
 
