@@ -28,7 +28,7 @@ build: setup configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 serve: build
-	$(BUILD)/msa info ../shared/spec/minimax-m3-config.json $(SERVE_ARGS) || $(BUILD)/msa --help
+	$(BUILD)/msa info examples/minimax-m3 $(SERVE_ARGS)
 
 # Everything: the release build with all suites, then the unit suites again under ASan+UBSan.
 test: setup-test configure

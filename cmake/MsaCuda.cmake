@@ -11,6 +11,9 @@ if(NOT MSA_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_ARCHITECTURES OFF)  # we pass -gencode ourselves
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
+    # CMake 3.25 does not know nvcc 13's C++20 flag ("CUDA20"); teach it, then ask for C++20 like the C++ code.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(MSA_CUDA_ENABLED ON)

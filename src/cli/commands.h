@@ -10,4 +10,11 @@ namespace msa::cli {
 // A subcommand's body; returns the process exit code. Throwing msa::Error prints one line and exits with 1.
 using CommandBody = std::function<int()>;
 
+// `msa info MODEL_DIR` (info_command.cpp).
+void register_info_command(CLI::App& app, CommandBody& body);
+// `msa generate --model DIR` (generate_command.cpp).
+void register_generate_command(CLI::App& app, CommandBody& body);
+// `msa score --model DIR` (score_command.cpp).
+void register_score_command(CLI::App& app, CommandBody& body);
+
 }  // namespace msa::cli

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
 
     msa::cli::CommandBody body;
+    msa::cli::register_info_command(app, body);
+    msa::cli::register_generate_command(app, body);
+    msa::cli::register_score_command(app, body);
 
     try {
         app.parse(argc, argv);

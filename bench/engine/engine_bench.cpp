@@ -1,0 +1,347 @@
+// Scheduler and engine overhead per step at 256 concurrent sequences (the fake model's forward costs ~0 and is
+// timed and subtracted), sampling cost per token at MiniMax-M3's vocabulary (200064), and the prefix-cache hash
+// cost per 128-token block. Writes JSON figures (contributing.md: figure, value, unit, date, machine, commit).
+//
+//   build/bench/engine/engine_bench --out bench/results/engine_$(date +%F).json
+#include "engine/block_hash.h"
+#include "engine/engine.h"
+#include "engine/fake_model.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <time.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using msa::testing::FakeModel;
+
+double us_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// CPU time (microseconds) of this thread or of the whole process: on a shared machine wall time also counts the
+// time other jobs hold the cores, CPU time does not.
+double cpu_us(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+double thread_cpu_us() {
+    return cpu_us(CLOCK_THREAD_CPUTIME_ID);
+}
+double process_cpu_us() {
+    return cpu_us(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::string run_command(const char* cmd) {
+    std::string out;
+    if (FILE* f = popen(cmd, "r")) {
+        char buf[256];
+        while (fgets(buf, sizeof buf, f)) out += buf;
+        pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
+std::string machine() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model = "unknown CPU";
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            model = line.substr(line.find(':') + 2);
+            break;
+        }
+    }
+    return fmt::format("{}, {} hardware threads", model, std::thread::hardware_concurrency());
+}
+
+std::vector<std::int32_t> prompt_tokens(int n, int salt, int vocab) {
+    std::vector<std::int32_t> t(n);
+    for (int i = 0; i < n; ++i) t[i] = 1 + (i * 7 + salt * 131) % (vocab - 1);
+    return t;
+}
+
+// 256 sequences in steady decode: per-step cost of schedule() + complete_step() + append_token() (no model).
+double scheduler_decode_step_us(int concurrency, int prompt_len, bool caching) {
+    msa::SchedulerConfig cfg;
+    cfg.page_size = 128;
+    cfg.max_num_seqs = concurrency;
+    cfg.max_num_batched_tokens = 16384;
+    cfg.max_model_len = 4096;
+    cfg.num_pages = concurrency * (4096 / 128) + 64;
+    cfg.enable_prefix_caching = caching;
+    msa::Scheduler s(cfg);
+    std::vector<std::unique_ptr<msa::Sequence>> seqs;
+    for (int i = 0; i < concurrency; ++i) {
+        auto q = std::make_unique<msa::Sequence>();
+        q->request_id = q->arrival = i + 1;
+        q->tokens = prompt_tokens(prompt_len, i, 1000);
+        q->num_prompt = prompt_len;
+        s.add(q.get());
+        seqs.push_back(std::move(q));
+    }
+    // Prefill everything first.
+    while (true) {
+        auto step = s.schedule();
+        s.complete_step(step);
+        bool all_decoding = true;
+        for (auto& x : step.seqs) {
+            if (x.num_logits > 0) s.append_token(*x.seq, 7);
+        }
+        for (auto& q : seqs) all_decoding &= q->status == msa::SequenceStatus::running && q->prefill_done();
+        if (all_decoding) break;
+    }
+    std::vector<double> samples;
+    for (int rep = 0; rep < 7; ++rep) {
+        const int steps = 300;
+        const double t0 = thread_cpu_us();
+        for (int i = 0; i < steps; ++i) {
+            auto step = s.schedule();
+            s.complete_step(step);
+            for (auto& x : step.seqs) s.append_token(*x.seq, 3 + (i & 63));
+        }
+        samples.push_back((thread_cpu_us() - t0) / steps);
+    }
+    return median(samples);
+}
+
+// A model wrapper that accumulates the time spent in forward() so that it can be subtracted.
+class TimedModel : public msa::ModelExecutor {
+public:
+    explicit TimedModel(FakeModel& inner) : inner_(inner) {}
+    void forward(const msa::ForwardBatch& b, const msa::ForwardOptions& o, msa::ForwardOutput& out) override {
+        const double t0 = thread_cpu_us();
+        inner_.forward(b, o, out);
+        forward_us += thread_cpu_us() - t0;
+    }
+    std::int32_t vocab_size() const override { return inner_.vocab_size(); }
+    std::int32_t num_kv_pages() const override { return inner_.num_kv_pages(); }
+    std::int32_t page_size() const override { return inner_.page_size(); }
+    std::int32_t max_model_len() const override { return inner_.max_model_len(); }
+    double forward_us = 0;
+
+private:
+    FakeModel& inner_;
+};
+
+struct EngineRun {
+    double wall_step_us = 0, cpu_step_us = 0, overhead_us = 0, forward_us = 0;
+    std::int64_t steps = 0, tokens = 0;
+};
+
+// The whole engine thread (schedule, forward, greedy sampling over `vocab`, stop checks, events to callbacks)
+// with `concurrency` requests in flight, each replaced by a new one (sharing a 512-token system prompt) when it
+// finishes, so that admission, prefill chunks and prefix-cache hits happen alongside decode.
+EngineRun engine_steady_state(int concurrency, int vocab, int total_requests) {
+    FakeModel inner(vocab, concurrency * 12 + 64, 2048, 128);
+    inner.skip_logits = true;  // all-zero logits: greedy picks token 0, which is not EOS here
+    TimedModel model(inner);
+    msa::EngineConfig cfg;
+    cfg.scheduler.max_num_seqs = concurrency;
+    cfg.scheduler.max_num_batched_tokens = 8192;
+    cfg.max_waiting_requests = total_requests;
+    msa::Engine engine(cfg, model);
+    std::atomic<int> done{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    const auto system_prompt = prompt_tokens(512, 0, vocab);
+    auto make_request = [&](int i) {
+        msa::GenerateRequest r;
+        r.prompt = system_prompt;
+        const auto user = prompt_tokens(64 + (i * 37) % 200, i + 1, vocab);
+        r.prompt.insert(r.prompt.end(), user.begin(), user.end());
+        r.params.temperature = 0.0f;
+        r.params.max_tokens = 64 + (i * 53) % 192;
+        return r;
+    };
+    std::vector<std::shared_ptr<msa::RequestHandle>> handles;
+    std::function<void(msa::RequestEvent &&)> on_event = [&](msa::RequestEvent&& ev) {
+        if (!ev.finished) return;
+        {
+            std::lock_guard lock(mu);  // no lost wake-up between the waiter's check and its sleep
+            ++done;
+        }
+        cv.notify_all();
+    };
+    const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_us();
+    const auto stats0 = engine.stats();
+    // Keep `concurrency` requests in flight from this thread.
+    int next = 0;
+    for (; next < concurrency; ++next) handles.push_back(engine.submit(make_request(next), on_event));
+    while (next < total_requests) {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return next - done.load() < concurrency; });
+        lock.unlock();
+        while (next < total_requests && next - done.load() < concurrency) {
+            handles.push_back(engine.submit(make_request(next++), on_event));
+        }
+    }
+    {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return done.load() == total_requests; });
+    }
+    const double wall_us = us_since(t0);
+    const double process_us = process_cpu_us() - cpu0;
+    const auto stats = engine.stats();
+    engine.shutdown();
+    EngineRun r;
+    r.steps = stats.num_steps - stats0.num_steps;
+    r.tokens = stats.generation_tokens;
+    r.wall_step_us = wall_us / static_cast<double>(r.steps);
+    r.cpu_step_us = process_us / static_cast<double>(r.steps);
+    r.forward_us = model.forward_us / static_cast<double>(r.steps);
+    r.overhead_us = r.cpu_step_us - r.forward_us;
+    return r;
+}
+
+struct SamplingCase {
+    const char* name;
+    float temperature;
+    float top_p;
+    int top_k;
+    std::optional<int> logprobs;
+};
+
+double sampling_us(int vocab, const SamplingCase& c) {
+    msa::Sampler sampler(msa::SamplerConfig{vocab, {}, msa::LogprobsMode::raw});
+    std::vector<float> logits(vocab);
+    // Logits shaped like a language model's: a few strong candidates over a long Gaussian-ish tail.
+    for (int i = 0; i < vocab; ++i) {
+        const double u = msa::RequestRng(1, 0).uniform(i), v = msa::RequestRng(2, 0).uniform(i);
+        logits[i] = static_cast<float>(2.0 * (u + v - 1.0) * 3.0);
+    }
+    for (int i = 0; i < 8; ++i) logits[(i * 7919) % vocab] = 12.0f - i;
+    msa::SamplingParams p;
+    p.temperature = c.temperature;
+    p.top_p = c.top_p;
+    p.top_k = c.top_k;
+    p.logprobs = c.logprobs;
+    msa::TokenHistory history;
+    msa::RequestRng rng(3, 0);
+    std::vector<double> samples;
+    for (int rep = 0; rep < 7; ++rep) {
+        const int n = 40;
+        const double t0 = thread_cpu_us();
+        std::int64_t sink = 0;
+        for (int i = 0; i < n; ++i) sink += sampler.sample(logits, p, history, rng, rep * n + i).token;
+        samples.push_back((thread_cpu_us() - t0) / n);
+        if (sink < 0) std::puts("");
+    }
+    return median(samples);
+}
+
+double block_hash_us() {
+    const auto tokens = prompt_tokens(128 * 256, 3, 200064);
+    std::vector<double> samples;
+    for (int rep = 0; rep < 7; ++rep) {
+        std::vector<msa::BlockHash> hashes;
+        const double t0 = thread_cpu_us();
+        msa::extend_block_hashes(tokens, 128, "", hashes);
+        samples.push_back((thread_cpu_us() - t0) / static_cast<double>(hashes.size()));
+    }
+    return median(samples);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string out_path, only;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--out" && i + 1 < argc) out_path = argv[++i];
+        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, sample, hash
+    }
+    auto wanted = [&](const char* section) { return only.empty() || only == section; };
+    const std::string date = run_command("date -u +%Y-%m-%d");
+    // The measured commit; "-dirty" when tracked files other than the results differ from it.
+    std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
+    if (commit.empty()) commit = "unknown";
+    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
+             .empty()) {
+        commit += "-dirty";
+    }
+    const std::string host = machine();
+    nlohmann::json results = nlohmann::json::array();
+    auto add = [&](const std::string& figure, double value, const std::string& unit, nlohmann::json extra = {}) {
+        nlohmann::json j = {{"figure", "engine/" + figure},
+                            {"value", value},
+                            {"unit", unit},
+                            {"date", date},
+                            {"machine", host},
+                            {"commit", commit}};
+        if (unit.rfind("us/", 0) == 0)
+            j["statistic"] = "CPU time (wall time on a shared machine also counts other jobs)";
+        for (auto& [k, v] : extra.items()) j[k] = v;
+        results.push_back(j);
+        std::cout << fmt::format("{:<44} {:>12.2f} {}\n", figure, value, unit);
+    };
+
+    if (wanted("scheduler")) {
+        add("scheduler_step_256_decode", scheduler_decode_step_us(256, 1000, true), "us/step",
+            {{"note",
+              "schedule + complete_step + append_token for 256 sequences decoding (1000-token prompts, 128-token "
+              "pages), prefix caching on, no model; median of 7 runs of 300 steps"}});
+        add("scheduler_step_256_decode_no_cache", scheduler_decode_step_us(256, 1000, false), "us/step",
+            {{"note", "as above with prefix caching off (no block hashing or publishing)"}});
+    }
+
+    if (wanted("engine")) {
+        const EngineRun e = engine_steady_state(256, 1024, 2048);
+        const nlohmann::json engine_note = {
+            {"note",
+             "whole engine (thread, scheduler, greedy sampling over a 1024-token vocabulary, stop checks, events "
+             "to callbacks) with 256 requests in flight: 512-token shared system prompt + 64..263 own tokens, "
+             "64..255 output tokens, 2048 requests; process CPU time minus the fake model's forward"},
+            {"steps", e.steps},
+            {"generated_tokens", e.tokens},
+            {"wall_us_per_step", e.wall_step_us}};
+        add("engine_step_overhead_256", e.overhead_us, "us/step", engine_note);
+        add("engine_overhead_per_token_256",
+            e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens), "us/token", engine_note);
+        add("engine_fake_model_forward_256", e.forward_us, "us/step", engine_note);
+    }
+
+    const int vocab = 200064;
+    for (int k = 0; k < 1 && wanted("sample"); ++k)
+        for (const SamplingCase& c :
+             {SamplingCase{"greedy", 0.0f, 1.0f, 0, {}}, SamplingCase{"temperature", 0.8f, 1.0f, 0, {}},
+              SamplingCase{"top_k50", 0.8f, 1.0f, 50, {}}, SamplingCase{"top_p0.95", 0.8f, 0.95f, 0, {}},
+              SamplingCase{"top_p0.95_logprobs5", 0.8f, 0.95f, 0, 5}}) {
+            add(fmt::format("sample_{}_vocab200064", c.name), sampling_us(vocab, c), "us/token",
+                {{"note", "one sequence, one thread, MiniMax-M3's vocabulary size; median of 7 runs of 40 tokens"}});
+        }
+    if (wanted("hash"))
+        add("prefix_hash_per_block", block_hash_us(), "us/block",
+            {{"note", "SHA-256 chain over 128 int32 tokens (OpenSSL)"}});
+    add("machine_load_average",
+        run_command("cut -d' ' -f1 /proc/loadavg").empty() ? 0.0
+                                                           : std::stod(run_command("cut -d' ' -f1 /proc/loadavg")),
+        "processes", {{"note", "1-minute load average when the run ended (context for the wall-clock figures)"}});
+
+    if (!out_path.empty()) {
+        std::ofstream f(out_path);
+        f << results.dump(2) << "\n";
+        std::cout << "wrote " << out_path << "\n";
+    }
+    return 0;
+}

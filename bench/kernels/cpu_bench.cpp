@@ -1,0 +1,352 @@
+// CPU speed of MSA Engine: memory bandwidth (STREAM-style triad), GEMV/GEMM per weight format, MSA decode
+// attention against dense, and the whole model's prefill and decode on random checkpoints of two configs.
+// Writes a JSON array of {"figure", "value", "unit", "date", "machine", "commit", ...} records.
+//
+//   msa_cpu_bench --out bench/results/cpu_<date>.json --commit <sha> [--models tiny,mid] [--model-dir DIR]
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/bench_configs.h"
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/kv_rows.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/msa_indexer.h"
+#include "model/minimax_m3_model.h"
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace msa::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// base with the fields of `more` added.
+json with(json base, const json& more) {
+    base.update(more);
+    return base;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Median of `reps` timings of fn (after one warm-up call).
+double time_median(int reps, const std::function<void()>& fn) {
+    fn();
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = Clock::now();
+        fn();
+        t.push_back(seconds_since(t0));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+struct Recorder {
+    std::string date, machine, commit;
+    json records = json::array();
+    void add(const std::string& figure, double value, const std::string& unit, json extra = json::object()) {
+        extra["figure"] = figure;
+        extra["value"] = value;
+        extra["unit"] = unit;
+        extra["date"] = date;
+        extra["machine"] = machine;
+        extra["commit"] = commit;
+        extra["threads"] = num_threads();
+        records.push_back(extra);
+        std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
+    }
+};
+
+std::string machine_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model = "unknown CPU";
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            model = line.substr(line.find(':') + 2);
+            break;
+        }
+    }
+    return model + ", " + std::to_string(omp_get_num_procs()) + " CPUs";
+}
+
+// STREAM triad a = b + s * c over doubles, 3 arrays of 256 MiB; bytes counted 24 per element (no write-allocate,
+// as STREAM counts). Best of 5.
+double triad_gbps(int threads) {
+    const std::size_t n = std::size_t{1} << 25;
+    std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+    double best = 0;
+    for (int r = 0; r < 6; ++r) {
+        const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+        const double s = seconds_since(t0);
+        if (r > 0) best = std::max(best, 24.0 * static_cast<double>(n) / s / 1e9);
+    }
+    return best + a[n / 3] * 0.0;
+}
+
+struct OwnedLinear {
+    std::vector<std::uint8_t> data, scales;
+    WeightView view;
+};
+
+// Random weights of the given format (bytes random within valid codes; values do not matter for speed).
+OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+    OwnedLinear w;
+    const auto n = static_cast<std::size_t>(rows * cols);
+    std::size_t bytes = n * 2;
+    if (f == LinearFormat::mxfp8) bytes = n;
+    if (f == LinearFormat::nvfp4) bytes = n / 2;
+    w.data.resize(bytes);
+    for (auto& b : w.data) b = static_cast<std::uint8_t>(rng() & 0x77);  // finite codes everywhere
+    if (f == LinearFormat::mxfp8) w.scales.assign(n / 32, 120);
+    if (f == LinearFormat::nvfp4) w.scales.assign(n / 16, 0x30);
+    w.view = {f, rows, cols, w.data.data(), w.scales.empty() ? nullptr : w.scales.data(), 1.0f};
+    return w;
+}
+
+void bench_gemv(Recorder& rec, double triad) {
+    std::mt19937 rng(1);
+    const std::int64_t N = 4096, K = 4096;
+    struct Case {
+        const char* name;
+        LinearFormat format;
+        int mode;  // 0 exact, 1 int8, 2 w4a4
+    };
+    const Case cases[] = {{"bf16_exact", LinearFormat::bf16, 0},   {"mxfp8_exact", LinearFormat::mxfp8, 0},
+                          {"nvfp4_exact", LinearFormat::nvfp4, 0}, {"nvfp4_int8", LinearFormat::nvfp4, 1},
+                          {"nvfp4_w4a4", LinearFormat::nvfp4, 2}};
+    for (const Case& c : cases) {
+        // Enough matrices that they do not fit in the caches (>= 192 MiB), used round-robin.
+        std::vector<OwnedLinear> ws;
+        std::size_t total = 0;
+        while (total < (192u << 20)) {
+            ws.push_back(random_linear(c.format, N, K, rng));
+            total += ws.back().view.bytes();
+        }
+        for (std::int64_t m : {1, 8, 256}) {
+            std::vector<float> x(static_cast<std::size_t>(m * K)), y(static_cast<std::size_t>(m * N));
+            for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+            cpu::Q8Rows xq;
+            const std::size_t count = m == 256 ? 2 : ws.size();
+            const double t = time_median(m == 256 ? 3 : 5, [&] {
+                for (std::size_t i = 0; i < count; ++i) {
+                    if (c.mode == 2) {
+                        cpu::quantize_rows_w4a4(x.data(), m, K, cpu::W4a4Input::fc1, xq);
+                        cpu::linear_q8(ws[i].view, xq, y.data());
+                    } else {
+                        cpu::linear(ws[i].view, x.data(), m, y.data(),
+                                    c.mode == 1 ? ActivationMode::int8 : ActivationMode::exact);
+                    }
+                }
+            }) / static_cast<double>(count);
+            const double bytes = static_cast<double>(ws[0].view.bytes());
+            json extra = {{"rows", N}, {"cols", K}, {"batch", m}, {"seconds", t}};
+            if (m == 256) {
+                rec.add(std::string("gemm_") + c.name + "_m256", 2.0 * N * K * m / t / 1e9, "GFLOP/s", extra);
+            } else {
+                extra["fraction_of_triad"] = bytes / t / 1e9 / triad;
+                rec.add(std::string("gemv_") + c.name + "_m" + std::to_string(m), bytes / t / 1e9, "GB/s", extra);
+            }
+        }
+    }
+}
+
+// One attention layer's decode step (M3 geometry: 64 q heads... scaled to 16 q heads over 4 KV heads, head dim
+// 128, NVFP4 KV, top-16) at a long context: MSA (indexer + top-k + sparse attention) against dense attention.
+void bench_attention(Recorder& rec, double triad) {
+    const int H = 16, Hkv = 4, D = 128, topk = 16;
+    for (int ctx : {8192, 32768}) {
+        const int blocks = ctx / 128;
+        KvLayerView kv;
+        kv.dtype = KvCacheDtype::NVFP4;
+        kv.num_kv_heads = Hkv;
+        kv.head_dim = D;
+        kv.index_dim = D;
+        kv.page_stride = kv.layer_page_bytes();
+        std::vector<std::uint8_t> storage(kv.page_stride * static_cast<std::size_t>(blocks));
+        std::mt19937 rng(3);
+        for (auto& b : storage) b = static_cast<std::uint8_t>(rng() & 0x37);  // codes and scales in range
+        kv.base = storage.data();
+        std::vector<std::int32_t> pages(static_cast<std::size_t>(blocks));
+        for (int b = 0; b < blocks; ++b) pages[b] = b;
+        std::vector<float> q(H * D), iq(Hkv * D), out(H * D);
+        for (auto& v : q) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+        for (auto& v : iq) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+        const AttentionSeq seq{0, 1, ctx, pages.data()};
+        const cpu::AttentionShape shape{H, Hkv, D, 0.0883883f};
+        std::vector<std::int32_t> sel(Hkv * topk);
+        cpu::MsaIndexOptions io;
+        io.topk = topk;
+        const double t_index = time_median(9, [&] { cpu::msa_select_blocks(kv.index_k(), {&seq, 1}, iq.data(), Hkv, io, sel.data()); });
+        const double t_sparse = time_median(9, [&] {
+            cpu::sparse_attention(kv, {&seq, 1}, q.data(), sel.data(), topk, shape, AttentionNumerics::exact, out.data());
+        });
+        const double t_dense = time_median(5, [&] {
+            cpu::dense_attention(kv, {&seq, 1}, q.data(), shape, AttentionNumerics::exact, out.data());
+        });
+        const double row = 72.0;  // NVFP4 bytes per 128-value row
+        const double msa_bytes = ctx * row + Hkv * 2.0 * topk * 128 * row;
+        const double dense_bytes = Hkv * 2.0 * ctx * row;
+        const json extra = {{"context", ctx}, {"q_heads", H}, {"kv_heads", Hkv}, {"topk_blocks", topk}};
+        rec.add("attention_decode_msa_ctx" + std::to_string(ctx), (t_index + t_sparse) * 1e6, "us",
+                with(extra, {{"indexer_us", t_index * 1e6}, {"sparse_attention_us", t_sparse * 1e6},
+                                    {"bytes", msa_bytes},
+                                    {"fraction_of_triad", msa_bytes / (t_index + t_sparse) / 1e9 / triad}}));
+        rec.add("attention_decode_dense_ctx" + std::to_string(ctx), t_dense * 1e6, "us",
+                with(extra, {{"bytes", dense_bytes}, {"fraction_of_triad", dense_bytes / t_dense / 1e9 / triad}}));
+    }
+}
+
+// KV bytes one decode token reads at context `ctx`: every index key of the MSA layers, the selected blocks' K and V
+// (all blocks for dense layers).
+double kv_bytes_per_decode_token(const ModelConfig& c, KvCacheDtype dtype, int ctx, int topk) {
+    const double row = static_cast<double>(kv_row_data_bytes(dtype, c.head_dim) + kv_row_scale_bytes(dtype, c.head_dim));
+    double bytes = 0;
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+        const bool msa = c.is_msa_layer(l);
+        const int attended = msa ? std::min(ctx, (std::min(ctx / 128, topk - 1) * 128) + ctx % 128 + 1) : ctx;
+        bytes += 2.0 * c.num_key_value_heads * attended * row;
+        if (msa) bytes += ctx * row;
+    }
+    return bytes;
+}
+
+void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad) {
+    BenchModel bm = bench::bench_model(name);
+    const auto dir = cache_dir / name;
+    const auto marker = dir / "config.json";
+    bool fresh = true;
+    if (std::filesystem::exists(marker)) {
+        std::ifstream in(marker);
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        fresh = text != bm.spec.config_json;
+    }
+    if (fresh) {
+        std::fprintf(stderr, "writing random checkpoint %s ...\n", dir.string().c_str());
+        std::filesystem::remove_all(dir);
+        write_random_checkpoint(dir, bm.spec);
+    }
+    ModelOptions o;
+    o.num_kv_pages = (bm.prefill_tokens + bm.decode_tokens) / 128 + 2;
+    const auto t_load = Clock::now();
+    auto model = MiniMaxM3Model::load(dir.string(), o);
+    const double load_s = seconds_since(t_load);
+    std::mt19937 rng(5);
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(bm.prefill_tokens + bm.decode_tokens));
+    for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(model->vocab_size()));
+    std::vector<std::int32_t> pages(static_cast<std::size_t>(o.num_kv_pages));
+    for (std::size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<std::int32_t>(i);
+    auto run = [&](int past, int n, int logits) {
+        ForwardBatch batch;
+        batch.seqs.push_back({std::span<const std::int32_t>(tokens.data() + past, static_cast<std::size_t>(n)), past,
+                              pages, logits});
+        ForwardOutput out;
+        model->forward(batch, {}, out);
+    };
+    // Prefill in chunks of 512 (as the engine would), then decode one token at a time.
+    const auto t0 = Clock::now();
+    for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
+    const double prefill_s = seconds_since(t0);
+    std::vector<double> steps;
+    for (int i = 0; i < bm.decode_tokens; ++i) {
+        const auto t = Clock::now();
+        run(bm.prefill_tokens + i, 1, 1);
+        steps.push_back(seconds_since(t));
+    }
+    std::sort(steps.begin(), steps.end());
+    const double step_s = steps[steps.size() / 2];
+    const ModelConfig& c = model->config();
+    const int topk = c.sparse.topk_blocks;
+    const double weight_bytes = static_cast<double>(model->weight_bytes_per_token());
+    const double kv_bytes = kv_bytes_per_decode_token(c, model->kv_dtype(), bm.prefill_tokens, topk);
+    const json extra = {{"model", name},
+                        {"hidden_size", c.hidden_size},
+                        {"layers", c.num_hidden_layers},
+                        {"kv_cache_dtype", std::string(kv_cache_dtype_name(model->kv_dtype()))},
+                        {"context", bm.prefill_tokens},
+                        {"load_seconds", load_s}};
+    rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
+            with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
+    const double achieved = (weight_bytes + kv_bytes) / step_s / 1e9;
+    rec.add("model_" + name + "_decode", 1.0 / step_s, "tokens/s",
+            with(extra, {{"median_step_seconds", step_s},
+                                {"weight_bytes_per_token", weight_bytes},
+                                {"kv_bytes_per_token", kv_bytes},
+                                {"achieved_GBps", achieved},
+                                {"fraction_of_triad", achieved / triad}}));
+}
+
+int run(int argc, char** argv) {
+    std::string out_path, models = "tiny,mid", model_dir = "/tmp/msa_bench_models";
+    Recorder rec;
+    rec.commit = "unknown";
+    bool kernels = true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            MSA_CHECK(i + 1 < argc, "{} needs a value", a);
+            return argv[++i];
+        };
+        if (a == "--out") out_path = next();
+        else if (a == "--commit") rec.commit = next();
+        else if (a == "--models") models = next();
+        else if (a == "--model-dir") model_dir = next();
+        else if (a == "--no-kernels") kernels = false;
+        else fail("unknown argument '{}' (see the comment at the top of cpu_bench.cpp)", a);
+    }
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    rec.date = date;
+    rec.machine = machine_name();
+
+    const double triad1 = triad_gbps(1);
+    const double triad = triad_gbps(num_threads());
+    rec.add("stream_triad_1_thread", triad1, "GB/s");
+    rec.add("stream_triad", triad, "GB/s");
+    if (kernels) {
+        bench_gemv(rec, triad);
+        bench_attention(rec, triad);
+    }
+    std::size_t start = 0;
+    while (start < models.size()) {
+        const std::size_t comma = models.find(',', start);
+        const std::string name = models.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!name.empty()) bench_model(rec, name, model_dir, triad);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (!out_path.empty()) {
+        std::ofstream out(out_path);
+        out << rec.records.dump(1) << "\n";
+        MSA_CHECK(out.good(), "cannot write {}", out_path);
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace msa::bench
+
+int main(int argc, char** argv) {
+    try {
+        return msa::bench::run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,1 @@
+msa_add_fuzz_target(fuzz_tool_call_parser SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_tool_call_parser.cpp LIBS msa_server)

@@ -1,0 +1,93 @@
+// Integer NVFP4 GEMM on AVX2: 4-bit weights against int8 activations (quantised per 16 in the fast mode, or the
+// exact NVFP4 activations of M3.1's W4A4 experts).
+//
+// One step covers 32 weights = 16 bytes = two NVFP4 blocks: the bytes are broadcast to both halves of a register,
+// one variable shift and a mask leave the low nibbles (even elements) in the lower half and the high nibbles (odd
+// elements) in the upper half, which is the activations' stored order (activation_quant.h); one pshufb maps the
+// codes to doubled E2M1 integers; maddubs + madd give int32 sums (lanes 0-1 and 4-5 belong to the first block,
+// 2-3 and 6-7 to the second), converted to float and multiplied by the per-block product of scales.
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/fp_tables.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vec_math_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace msa::cpu {
+namespace {
+
+// Eight E4M3 block scales -> floats times 1/2.
+inline __m256 half_scales8(const std::uint8_t* s) {
+    return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(s), _mm256_set1_ps(128.0f));
+}
+
+template <int MR>
+void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n) {
+    const std::int64_t K = job.w->cols;
+    const std::int64_t groups = K / 16;
+    const auto* wq = static_cast<const std::uint8_t*>(job.w->data) + n * (K / 2);
+    const std::uint8_t* ws = job.w->scales + n * groups;
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled)));
+    const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    // For step j (blocks 2j, 2j+1 of an 8-block run): lanes of the first block get its scale, the others the second.
+    const __m256i pick[4] = {_mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1), _mm256_setr_epi32(2, 2, 3, 3, 2, 2, 3, 3),
+                             _mm256_setr_epi32(4, 4, 5, 5, 4, 4, 5, 5), _mm256_setr_epi32(6, 6, 7, 7, 6, 6, 7, 7)};
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
+        const int steps = static_cast<int>(std::min<std::int64_t>(8, groups - g0)) / 2;
+        __m256 cs[MR];
+        if (steps == 4) {
+            const __m256 wsc = half_scales8(ws + g0);
+            for (int i = 0; i < MR; ++i) cs[i] = _mm256_mul_ps(wsc, _mm256_loadu_ps(xq.d.data() + (i0 + i) * groups + g0));
+        } else {
+            alignas(32) float tmp[MR][8] = {};
+            for (int i = 0; i < MR; ++i)
+                for (int g = 0; g < 2 * steps; ++g)
+                    tmp[i][g] = 0.5f * e4m3_value(ws[g0 + g]) * xq.d[static_cast<std::size_t>((i0 + i) * groups + g0 + g)];
+            for (int i = 0; i < MR; ++i) cs[i] = _mm256_load_ps(tmp[i]);
+        }
+        for (int j = 0; j < steps; ++j) {
+            const std::int64_t g = g0 + 2 * j;
+            const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq + g * 8)));
+            const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, shifts), low4);
+            const __m256i w = _mm256_shuffle_epi8(lut, codes);
+            const __m256i aw = _mm256_sign_epi8(w, w);
+            for (int i = 0; i < MR; ++i) {
+                const __m256i x =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + (i0 + i) * K + g * 16));
+                const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                acc[i][j & 1] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(cs[i], pick[j]), acc[i][j & 1]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; ++i) {
+        const std::int64_t row = i0 + i;
+        const float s = avx2::hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        job.y[row * job.ldy + n] = s * job.w->global_scale * xq.row_mul[static_cast<std::size_t>(row)];
+    }
+}
+
+}  // namespace
+
+// K must be a multiple of 32 (the caller uses the scalar path otherwise).
+void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
+    for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));
+        for (std::int64_t n = job.n0; n < job.n1; ++n) {
+            switch (mr) {
+                case 1: tile<1>(job, xq, i0, n); break;
+                case 2: tile<2>(job, xq, i0, n); break;
+                case 3: tile<3>(job, xq, i0, n); break;
+                default: tile<4>(job, xq, i0, n); break;
+            }
+        }
+    }
+}
+
+}  // namespace msa::cpu

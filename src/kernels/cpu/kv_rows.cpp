@@ -1,0 +1,70 @@
+#include "kernels/cpu/kv_rows.h"
+
+#include "core/cpu_features.h"
+#include "formats/nvfp4.h"
+#include "formats/scalar_formats.h"
+#include "kernels/cpu/fp_tables.h"
+
+#include <cstring>
+
+namespace msa::cpu {
+
+void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out);
+
+void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const float* x) {
+    std::uint8_t* data = rows.row_data(page, slot);
+    switch (rows.dtype) {
+        case KvCacheDtype::NVFP4:
+            nvfp4_quantize(x, static_cast<std::size_t>(rows.dim), data, rows.row_scales(page, slot));
+            return;
+        case KvCacheDtype::FP8:
+            for (int i = 0; i < rows.dim; ++i) data[i] = float_to_e4m3(x[i], Overflow::saturate);
+            return;
+        case KvCacheDtype::BF16:
+            for (int i = 0; i < rows.dim; ++i) {
+                const std::uint16_t b = float_to_bf16(x[i]);
+                std::memcpy(data + 2 * i, &b, 2);
+            }
+            return;
+    }
+}
+
+void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
+    const int dim = rows.dim;
+    switch (rows.dtype) {
+        case KvCacheDtype::NVFP4:
+            if (cpu_features().avx2 && dim % 16 == 0) {
+                read_kv_rows_nvfp4_avx2(rows, page, count, mode, out);
+                return;
+            }
+            for (int t = 0; t < count; ++t) {
+                const std::uint8_t* d = rows.row_data(page, t);
+                const std::uint8_t* s = rows.row_scales(page, t);
+                for (int i = 0; i < dim; ++i) {
+                    const std::uint8_t code = (i & 1) ? (d[i / 2] >> 4) : (d[i / 2] & 0x0F);
+                    const float v = kE2m1Values[code] * e4m3_value(s[i / 16]);
+                    out[t * dim + i] = mode == KvRead::e4m3 ? round_to_e4m3(v) : v;
+                }
+            }
+            return;
+        case KvCacheDtype::FP8:
+            for (int t = 0; t < count; ++t) {
+                const std::uint8_t* d = rows.row_data(page, t);
+                for (int i = 0; i < dim; ++i) out[t * dim + i] = e4m3_value(d[i]);
+            }
+            return;
+        case KvCacheDtype::BF16:
+            for (int t = 0; t < count; ++t) {
+                const std::uint8_t* d = rows.row_data(page, t);
+                for (int i = 0; i < dim; ++i) {
+                    std::uint16_t b;
+                    std::memcpy(&b, d + 2 * i, 2);
+                    const float v = bf16_to_float(b);
+                    out[t * dim + i] = mode == KvRead::e4m3 ? round_to_e4m3(v) : v;
+                }
+            }
+            return;
+    }
+}
+
+}  // namespace msa::cpu

@@ -1,0 +1,36 @@
+// Linear layers on the CPU: y[m][N] = x[m][K] * W^T for every weight format, multi-threaded over output features.
+//
+// Numerics (what each mode promises):
+//  - ActivationMode::exact: FP32 activations times the exactly dequantised weight (BF16/F16/F32 as stored,
+//    MXFP8 e4m3 * 2^(e-127), NVFP4 e2m1 * scale, with NVFP4's global scale applied to the finished sum), FP32 FMA
+//    accumulation. Differs from a float64 reference only by FP32 rounding (relative ~1e-7 * sqrt(K) worst case),
+//    which is what the 1e-4 logit parity of the exact mode needs.
+//  - ActivationMode::int8: NVFP4 weights take the integer path with activations quantised to int8 per 16 values
+//    (quantize_rows_q8); a dot product then carries a relative error of order 2^-8 of its magnitude. Other formats
+//    ignore this mode and run exactly. This is the fast serving mode, not for parity.
+//  - M3.1 W4A4 experts: the caller quantises with quantize_rows_w4a4 and calls linear_q8; that path is exact up to
+//    FP32 accumulation because the 4-bit by 4-bit products are integers.
+// In every mode each output row depends only on its own input row (results never depend on batch composition).
+#pragma once
+
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/kernel_types.h"
+#include "kernels/weight_view.h"
+
+#include <cstdint>
+
+namespace msa::cpu {
+
+using msa::ActivationMode;
+
+// x: [m][w.cols] row-major; y: [m][w.rows] row-major (overwritten).
+void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode = ActivationMode::exact);
+
+// y = xq * W^T for NVFP4 weights with pre-quantised activations (lets two weights share one quantisation).
+void linear_q8(const WeightView& w, const Q8Rows& xq, float* y);
+
+// Checks that a weight view is usable by linear() (shape multiples the format needs, non-null pointers); throws
+// msa::Error naming `what` otherwise.
+void check_linear_weight(const WeightView& w, const char* what);
+
+}  // namespace msa::cpu

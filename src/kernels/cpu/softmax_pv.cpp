@@ -1,0 +1,55 @@
+#include "kernels/cpu/softmax_pv.h"
+
+#include "core/cpu_features.h"
+#include "kernels/cpu/fp_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace msa::cpu {
+
+float online_softmax_block_avx2(const float* raw, int n, float scale, float& m, float& l, float* p);
+void pv_accumulate_avx2(float* acc, float alpha, const float* p, const float* v, int n, int dim, bool q8kv4);
+void round_rows_to_e4m3_avx2(float* x, long n);
+
+float online_softmax_block(const float* raw, int n, float scale, float& m, float& l, float* p) {
+    if (cpu_features().avx2) return online_softmax_block_avx2(raw, n, scale, m, l, p);
+    float block_max = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < n; ++j) block_max = std::max(block_max, raw[j] * scale);
+    const float m_new = std::max(m, block_max);
+    const float alpha = std::exp(m - m_new);
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        p[j] = std::exp(raw[j] * scale - m_new);
+        sum += p[j];
+    }
+    l = l * alpha + sum;
+    m = m_new;
+    return alpha;
+}
+
+void pv_accumulate(float* acc, float alpha, const float* p, const float* v, int n, int dim, bool q8kv4) {
+    if (cpu_features().avx2) {
+        pv_accumulate_avx2(acc, alpha, p, v, n, dim, q8kv4);
+        return;
+    }
+    std::vector<float> o(static_cast<std::size_t>(dim), 0.0f);
+    for (int j = 0; j < n; ++j) {
+        const float w = q8kv4 ? round_to_e4m3(p[j] * 448.0f) : p[j];
+        for (int d = 0; d < dim; ++d) o[d] += w * v[j * dim + d];
+    }
+    const float c = q8kv4 ? 1.0f / 448.0f : 1.0f;
+    for (int d = 0; d < dim; ++d) acc[d] = acc[d] * alpha + o[d] * c;
+}
+
+void round_rows_to_e4m3(float* x, long n) {
+    if (cpu_features().avx2) {
+        round_rows_to_e4m3_avx2(x, n);
+        return;
+    }
+    for (long i = 0; i < n; ++i) x[i] = round_to_e4m3(x[i]);
+}
+
+}  // namespace msa::cpu

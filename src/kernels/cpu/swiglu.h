@@ -1,0 +1,12 @@
+// The `swigluoai` activation (model.md section 1), used by the dense MLP, the routed experts and the shared expert:
+// g = min(gate, 7), u = clamp(up, -7, 7), out = g * sigmoid(1.702 * g) * (u + 1).
+#pragma once
+
+#include <cstdint>
+
+namespace msa::cpu {
+
+// gate, up, out: [n] (out may alias gate or up).
+void swigluoai(const float* gate, const float* up, std::int64_t n, float* out);
+
+}  // namespace msa::cpu

@@ -1,0 +1,791 @@
+// Tensor-core MSA decode for Hopper (mma.sync m16n8k16, FP16 operands, FP32 accumulation): the indexer with the
+// keyed top-k fused at its end, and the GQA-packed sparse attention with the split-KV merge fused at its end.
+// Layouts and the host API: msa_decode.h. Design notes and measurements: docs/cuda-notes.md.
+//
+// Exact dequantisation without subnormal MMA operands in practice: an E2M1 nibble is turned into FP16 bits by
+// shifts and masks (value e2m1 * 2^-14), then one HMUL2 by (scale * 2^7) gives e2m1 * scale * 2^-7 exactly (all
+// such products are multiples of 2^-24); queries are E4M3 * 2^7 in FP16 (exact, <= 57344), so each MMA product is
+// q * e2m1 * scale with no rounding. Within each MMA the reduction index is permuted freely (same permutation on
+// both operands): a thread's 32-bit load of 8 nibbles feeds two k16 steps directly.
+#include "msa_decode.h"
+#include "msa_decode_internal.h"
+
+#include <algorithm>
+#include <cuda_fp16.h>
+#include <math_constants.h>
+
+namespace msa::cuda {
+namespace {
+
+constexpr int kWarps = 4;                        // both kernels: 128 threads
+constexpr float kLog2eOverSqrtD = 0.12751743074f;  // log2(e) / sqrt(128)
+
+// ---------------------------------------------------------------- small device helpers
+__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t sel) {
+    return __byte_perm(a, b, sel);
+}
+// Two E4M3 bytes (low 16 bits of v) -> f16x2, exact.
+__device__ __forceinline__ std::uint32_t e4m3x2_to_h2(std::uint32_t v) {
+    std::uint32_t r;
+    const unsigned short lo = static_cast<unsigned short>(v & 0xFFFFu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(lo));
+    return r;
+}
+__device__ __forceinline__ std::uint32_t hmul2(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+constexpr std::uint32_t kH2x128 = 0x58005800u;  // f16x2 (128, 128)
+// Powers of two passed as kernel parameters: with MSA_FP4_SHIFTS=0 the shifts in fp4x8 compile to IMAD (FMA pipe)
+// instead of SHF/LOP3 on the integer ALU pipe.
+struct Mul {
+    std::uint32_t x2, x16, x32, x256, x512, x4096, hi_x2p29;
+};
+constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
+// Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
+// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
+// MSA_FP4_SHIFTS=1 (default) writes the shifts as constants and lets the compiler pick the pipes; 0 forces IMAD
+// through the kernel-parameter multipliers. Measured on the H200 (docs/cuda-notes.md, v3): the constant shifts are
+// 2-5% faster on every benchmark case.
+#ifndef MSA_FP4_SHIFTS
+#define MSA_FP4_SHIFTS 1
+#endif
+__device__ __forceinline__ void fp4x8(std::uint32_t x, [[maybe_unused]] const Mul& m, std::uint32_t (&P)[4]) {
+#if MSA_FP4_SHIFTS
+    P[3] = (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
+    P[2] = ((x << 4) & 0x80008000u) | ((x << 1) & 0x0E000E00u);
+    P[1] = ((x << 8) & 0x80008000u) | ((x << 5) & 0x0E000E00u);
+    P[0] = ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
+#else
+    P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
+    P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
+    P[1] = ((x * m.x256) & 0x80008000u) | ((x * m.x32) & 0x0E000E00u);
+    P[0] = ((x * m.x4096) & 0x80008000u) | ((x * m.x512) & 0x0E000E00u);
+#endif
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ std::uint32_t pack_h2(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_min(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Shared-memory image of R token rows of a page (R = 128, or a part of a page): the R x 64-byte nibble rows with
+// their four 16-byte chunks XOR-swizzled by (row >> 1) & 3 (conflict-free fragment loads), then the R x 8 scale
+// bytes unchanged. Every fragment load of a thread sees the same swizzle (its rows are r + multiples of 8), so the
+// offsets below are per-thread constants.
+__device__ __forceinline__ int swizzled_chunk(int row, int chunk) { return row * 64 + (((chunk ^ (row >> 1)) & 3) << 4); }
+__device__ __forceinline__ std::uint32_t lds32(const unsigned char* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+__device__ __forceinline__ uint2 lds64(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
+// Copies rows [row0, row0 + R) of a 9216-byte page record (R a multiple of 32) into the image at dst with n_thr
+// threads (thread index i): 16-byte chunks with per-thread constant offsets.
+__device__ __forceinline__ void copy_rows_async(unsigned char* dst, const unsigned char* rec, int row0, int R, int i,
+                                                int n_thr) {
+    const int step_rows = n_thr / 4;  // rows covered by one pass of all threads
+    const int d0 = swizzled_chunk(i >> 2, i & 3), s0 = row0 * 64 + i * 16;
+    for (int k = 0; k < R / step_rows; ++k) cp_async16(dst + d0 + k * step_rows * 64, rec + s0 + k * step_rows * 64);
+    for (int q = i; q < R / 2; q += n_thr) cp_async16(dst + R * 64 + q * 16, rec + kBlock * 64 + row0 * 8 + q * 16);
+}
+
+// Key scales (8 bytes of one token) for the thread's four 32-channel chunks (group 2*gp + (c >> 1)), as f16x2
+// (s*2^7, s*2^7).
+__device__ __forceinline__ void key_scales(const unsigned char* sc8, int c, std::uint32_t (&s)[4]) {
+    const uint2 sc = lds64(sc8);
+    const std::uint32_t sel = (c & 2) ? 0x31u : 0x20u;
+    const std::uint32_t h01 = hmul2(e4m3x2_to_h2(prmt(sc.x, 0, sel)), kH2x128);
+    const std::uint32_t h23 = hmul2(e4m3x2_to_h2(prmt(sc.y, 0, sel)), kH2x128);
+    s[0] = prmt(h01, h01, 0x1010);
+    s[1] = prmt(h01, h01, 0x3232);
+    s[2] = prmt(h23, h23, 0x1010);
+    s[3] = prmt(h23, h23, 0x3232);
+}
+// Query fragment halves for one 32-channel chunk: 8 E4M3 bytes (channels 8c..8c+7 of the chunk) -> the f16x2 pairs
+// (0,4), (1,5), (2,6), (3,7), each times 2^7. Pairs (0,4),(1,5) feed k-step j=0, (2,6),(3,7) k-step j=1.
+__device__ __forceinline__ void query_pairs(uint2 u, std::uint32_t (&p)[4]) {
+    const std::uint32_t w01 = prmt(u.x, u.y, 0x5140), w23 = prmt(u.x, u.y, 0x7362);
+    p[0] = hmul2(e4m3x2_to_h2(w01), kH2x128);
+    p[1] = hmul2(e4m3x2_to_h2(w01 >> 16), kH2x128);
+    p[2] = hmul2(e4m3x2_to_h2(w23), kH2x128);
+    p[3] = hmul2(e4m3x2_to_h2(w23 >> 16), kH2x128);
+}
+
+// ---------------------------------------------------------------- indexer + keyed top-k
+struct IdxParams {
+    const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
+    float* scores; int* sel_pages; int* topk_out; unsigned* counters;
+    int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts;
+    Mul mul;
+};
+
+// Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
+// each) of query fragments bf (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension, index
+// rows the N dimension.
+template <int NT>
+__device__ __forceinline__ void index_rows(const unsigned char* img, const uint2* bf, int lane, int nmt, const Mul& mul,
+                                          float (&mx)[NT][2]) {
+    const int r = lane >> 2, c = lane & 3;
+    std::uint32_t b[NT][4][2][2];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int gp = 0; gp < 4; ++gp)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const uint2 v = bf[((nt * 4 + gp) * 2 + j) * 32 + lane];
+                b[nt][gp][j][0] = v.x;
+                b[nt][gp][j][1] = v.y;
+            }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
+    const unsigned char* data = img + r * 64 + 4 * c;                // row r of m-tile 0
+    const unsigned char* scl = img + nmt * 16 * 64 + r * 8;          // its scales
+    int off[4];
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
+#pragma unroll 2
+    for (int mt = 0; mt < nmt; ++mt) {
+        const unsigned char* d0 = data + mt * 1024;  // rows t0 = 16 mt + r and t1 = t0 + 8 (+512 bytes)
+        std::uint32_t s0[4], s1[4];
+        key_scales(scl + mt * 128, c, s0);
+        key_scales(scl + mt * 128 + 64, c, s1);
+        float d[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) d[nt][0] = d[nt][1] = d[nt][2] = d[nt][3] = 0.f;
+#pragma unroll
+        for (int gp = 0; gp < 4; ++gp) {
+            std::uint32_t k0[4], k1[4];
+            fp4x8(lds32(d0 + off[gp]), mul, k0);
+            fp4x8(lds32(d0 + 512 + off[gp]), mul, k1);
+            const std::uint32_t a0[4] = {hmul2(k0[0], s0[gp]), hmul2(k1[0], s1[gp]), hmul2(k0[1], s0[gp]),
+                                         hmul2(k1[1], s1[gp])};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a0, b[nt][gp][0][0], b[nt][gp][0][1]);
+            const std::uint32_t a1[4] = {hmul2(k0[2], s0[gp]), hmul2(k1[2], s1[gp]), hmul2(k0[3], s0[gp]),
+                                         hmul2(k1[3], s1[gp])};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a1, b[nt][gp][1][0], b[nt][gp][1][1]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            mx[nt][0] = fmaxf(mx[nt][0], fmaxf(d[nt][0], d[nt][2]));
+            mx[nt][1] = fmaxf(mx[nt][1], fmaxf(d[nt][1], d[nt][3]));
+        }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+            for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+}
+
+// Score of history block i: the maximum over the page parts that different warps scored.
+__device__ __forceinline__ float block_score(const float* sc, int i, int parts) {
+    float v = __ldcg(sc + i * parts);
+#pragma unroll
+    for (int k = 1; k < 4; ++k)
+        if (k < parts) v = fmaxf(v, __ldcg(sc + i * parts + k));
+    return v;
+}
+// 16 block scores per lane (blocks base + lane + 32 k), loaded together; -inf past n.
+__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const int i = base + lane + 32 * k;
+        v[k] = i < n ? block_score(sc, i, parts) : -CUDART_INF_F;
+    }
+}
+
+// Keyed top-k of one index row (msa.md section 3) by one warp: 16-bit quantised keys, per-lane sorted top-15
+// lists, then k-1 rounds of warp max. Writes logical ids (local last) and the physical pages they map to.
+__device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lane) {
+    const int qi = row / p.nkv;
+    const int pos = kv_len - p.q_len + qi;
+    const std::size_t obase = (static_cast<std::size_t>(s) * p.rows + row) * p.topk;
+    int* out = p.topk_out + obase;
+    int* pages = p.sel_pages + obase;
+    const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
+    if (pos < 0) {
+        for (int i = lane; i < p.topk; i += 32) out[i] = pages[i] = -1;
+        return;
+    }
+    const int local = pos / kBlock;
+    if (local + 1 <= p.topk) {
+        for (int i = lane; i < p.topk; i += 32) {
+            out[i] = i <= local ? i : -1;
+            pages[i] = i <= local ? pt[i] : -1;
+        }
+        return;
+    }
+    const float* sc = p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts;
+    const int n = local;  // history blocks 0..local-1, all complete and visible
+    float mn = CUDART_INF_F, mx = -CUDART_INF_F;
+    float v0[16];  // the first 512 blocks stay in registers for the second pass
+    load_scores(sc, 0, n, p.parts, lane, v0);
+    for (int base = 0; base < n; base += 512) {
+        float v[16];
+        if (base == 0) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else {
+            load_scores(sc, base, n, p.parts, lane, v);
+        }
+#pragma unroll
+        for (int k = 0; k < 16; ++k)
+            if (base + lane + 32 * k < n) { mn = fminf(mn, v[k]); mx = fmaxf(mx, v[k]); }
+    }
+    mn = warp_min(mn);
+    mx = warp_max(mx);
+    float scale = 65534.0f / (mx - mn);
+    if (!isfinite(scale)) scale = 0.f;
+    const float bias = fmaf(-mn, scale, 1.5f);
+    std::uint32_t top[15];
+#pragma unroll
+    for (int j = 0; j < 15; ++j) top[j] = 0;
+    for (int base = 0; base < n; base += 512) {  // second pass over the (L2-resident) scores
+        float v[16];
+        if (base == 0) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else {
+            load_scores(sc, base, n, p.parts, lane, v);
+        }
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const int i = base + lane + 32 * k;
+            if (i >= n) break;
+            const float f = fminf(fmaxf(fmaf(v[k], scale, bias), 0.f), 65535.f);
+            std::uint32_t x = (static_cast<std::uint32_t>(f) << 16) | (~static_cast<std::uint32_t>(i) & 0xFFFFu);
+#pragma unroll
+            for (int j = 0; j < 15; ++j) {
+                const std::uint32_t hi = max(top[j], x);
+                x = min(top[j], x);
+                top[j] = hi;
+            }
+        }
+    }
+    int mine = local;  // lane k keeps the k-th pick; lane topk-1 the local block
+    for (int k = 0; k + 1 < p.topk; ++k) {
+        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
+        if (top[0] == best) {
+#pragma unroll
+            for (int j = 0; j < 14; ++j) top[j] = top[j + 1];
+            top[14] = 0;
+        }
+        if (lane == k) mine = static_cast<int>(~best & 0xFFFFu);
+    }
+    if (lane < p.topk) {  // all page-table lookups in parallel
+        out[lane] = mine;
+        pages[lane] = pt[mine];
+    }
+}
+
+// CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
+// (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
+// through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
+// the keyed top-k for all its rows and leaves the counter at zero again.
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ int s_last;
+    const int s = blockIdx.y, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int kv_len = p.seq_lens[s];
+    const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
+    const int it_begin = blockIdx.x * p.items_per_cta;
+    const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
+    const int R = kBlock / p.parts;  // token rows per work item
+    const int stage = R * 72;  // bytes of one work item's image
+    unsigned char* wbuf = smem + warp * 2 * stage;
+    uint2* bfr = reinterpret_cast<uint2*>(smem + kWarps * 2 * stage);
+    const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
+    auto copy_item = [&](unsigned char* dst, int it) {
+        const int b = it / p.parts, part = it - b * p.parts;
+        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes, part * R, R, lane, 32);
+    };
+    if (it_begin < it_end) {
+        int it = it_begin + warp;
+        if (it < it_end) copy_item(wbuf, it);
+        cp_async_commit();
+        // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
+        const int passes = (p.nt_total + NT - 1) / NT;
+        const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
+        uint2 u[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
+            const int row = nt * 8 + (l >> 2);
+            u[k] = make_uint2(0u, 0u);
+            if (k < ntp && row < p.rows)
+                u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
+                                                       gp * 32 + (l & 3) * 8);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            if (k < ntp) {
+                const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
+                std::uint32_t q4[4];
+                query_pairs(u[k], q4);
+                bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
+                bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
+            }
+        }
+        __syncthreads();
+        for (int i = 0; it < it_end; ++i, it += kWarps) {
+            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+            cp_async_commit();
+            cp_async_wait<1>();
+            __syncwarp();
+            const unsigned char* img = wbuf + (i & 1) * stage;
+            const int b = it / p.parts, part = it - b * p.parts;
+            for (int pass = 0; pass < passes; ++pass) {
+                float mx[NT][2];
+                index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
+                if (lane < 4) {
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int row = (pass * NT + nt) * 8 + 2 * lane + e;
+                            if (row < p.rows)
+                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
+                                         part] = mx[nt][e];
+                        }
+                }
+            }
+            __syncwarp();
+        }
+        cp_async_wait<0>();
+    }
+    pdl_trigger();
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&p.counters[s], 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
+    if (tid == 0) p.counters[s] = 0;
+}
+
+// ---------------------------------------------------------------- sparse attention
+struct AttnParams {
+    const std::uint8_t* q; const std::uint8_t* k_cache; const std::uint8_t* v_cache;
+    const int* seq_lens; const int* topk_idx; const int* sel_pages; const int* page_table;
+    float* out; float* part_o; float* part_lse; unsigned* counters;
+    int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
+    Mul mul;
+};
+constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
+
+// One warp's 32-token slice [tb, tb+32) of a page: S = Q K^T (16 heads x 32 tokens), online softmax, O += P V.
+// Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
+// (r+8, 32c+nd), (r+8, 32c+16+nd).
+__device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
+                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
+                                             float (&m)[2], float (&l)[2]) {
+    const int r = lane >> 2, c = lane & 3;
+    float sa[4][4];
+    const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;  // token tb + 8 nt + r, swizzle (r >> 1) & 3
+    const unsigned char* kscl = kb + kBlock * 64 + (tb + r) * 8;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+        sa[nt][0] = sa[nt][1] = sa[nt][2] = sa[nt][3] = 0.f;
+        std::uint32_t ks[4];
+        key_scales(kscl + nt * 64, c, ks);
+#pragma unroll
+        for (int gp = 0; gp < 4; ++gp) {
+            std::uint32_t kk[4];
+            fp4x8(lds32(krow + nt * 512 + (((gp ^ (r >> 1)) & 3) << 4)), mul, kk);
+            mma16816(sa[nt], qf[gp][0], hmul2(kk[0], ks[gp]), hmul2(kk[1], ks[gp]));
+            mma16816(sa[nt], qf[gp][1], hmul2(kk[2], ks[gp]), hmul2(kk[3], ks[gp]));
+        }
+    }
+    if (tb + 31 > lim) {
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
+    }
+    float mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+        mx[0] = fmaxf(mx[0], fmaxf(sa[nt][0], sa[nt][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(sa[nt][2], sa[nt][3]));
+    }
+    float alpha[2], neg[2];
+    const float mold[2] = {m[0], m[1]};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 1));
+        mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 2));
+        const float mn = fmaxf(m[e], mx[e]);  // finite: the slice has a visible token
+        alpha[e] = exp2f((m[e] - mn) * kLog2eOverSqrtD);
+        m[e] = mn;
+        neg[e] = -mn * kLog2eOverSqrtD;
+    }
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            sa[nt][e] = exp2f(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
+            sum[e >> 1] += sa[nt][e];
+        }
+    l[0] = l[0] * alpha[0] + sum[0];
+    l[1] = l[1] * alpha[1] + sum[1];
+    // Rescale O only when some row's running max moved after it held data (alpha < 1 on a non-empty O).
+    if (__any_sync(0xffffffffu, (alpha[0] != 1.f && mold[0] != -CUDART_INF_F) ||
+                                    (alpha[1] != 1.f && mold[1] != -CUDART_INF_F))) {
+#pragma unroll
+        for (int nd = 0; nd < 16; ++nd) {
+            o[nd][0] *= alpha[0];
+            o[nd][1] *= alpha[0];
+            o[nd][2] *= alpha[1];
+            o[nd][3] *= alpha[1];
+        }
+    }
+    // PV: B = V (tokens x dims); this thread's column r maps to dims 16r + nd; tokens 2c, 2c+1 | 2c+8, 2c+9 of each
+    // 16-token k-step, loaded in a lane-dependent order so the 8-byte loads are bank-conflict free.
+    const std::uint32_t selA = (c & 1) ? 0x1054u : 0x5410u, selB = (c & 1) ? 0x3276u : 0x7632u;
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+        const std::uint32_t a[4] = {pack_h2(sa[2 * ks][0], sa[2 * ks][1]), pack_h2(sa[2 * ks][2], sa[2 * ks][3]),
+                                    pack_h2(sa[2 * ks + 1][0], sa[2 * ks + 1][1]),
+                                    pack_h2(sa[2 * ks + 1][2], sa[2 * ks + 1][3])};
+        std::uint32_t vf[2][16];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const int tp = tb + ks * 16 + hh * 8 + 2 * c;
+            // rows t1 = tp + (c & 1), t2 = tp + 1 - (c & 1): both have swizzle (t >> 1) & 3 == c
+            const unsigned char* vrow = vb + tp * 64 + ((((r >> 1) ^ c) & 3) << 4) + 8 * (r & 1);
+            const uint2 x1 = lds64(vrow + (c & 1) * 64), x2 = lds64(vrow + (1 - (c & 1)) * 64);
+            const std::uint32_t sb = vb[kBlock * 64 + tp * 8 + r] | (vb[kBlock * 64 + (tp + 1) * 8 + r] << 8);
+            std::uint32_t sv = hmul2(e4m3x2_to_h2(sb), kH2x128);
+            // Rows past the query position may hold stale bytes (even NaN scales): zero their V so 0 * V stays 0.
+            if (tp > lim) sv &= 0xFFFF0000u;
+            if (tp + 1 > lim) sv &= 0x0000FFFFu;
+            const std::uint32_t z[4] = {prmt(x1.x, x2.x, selA), prmt(x1.x, x2.x, selB), prmt(x1.y, x2.y, selA),
+                                        prmt(x1.y, x2.y, selB)};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                std::uint32_t vv[4];
+                fp4x8(z[k], mul, vv);  // dims 4k + i of tokens (tp, tp + 1)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) vf[hh][4 * k + i] = hmul2(vv[i], sv);
+            }
+        }
+#pragma unroll
+        for (int nd = 0; nd < 16; ++nd) mma16816(o[nd], a, vf[0][nd], vf[1][nd]);
+    }
+}
+
+// Swizzled [16 heads][128 dims] FP32 slab: conflict-free for the fragment-order stores and the row-order reads.
+__device__ __forceinline__ int slab_idx(int head, int dim) {
+    return head * kHeadDim + (dim ^ ((((dim >> 5) & 3) << 3) ^ (head & 7)));
+}
+
+// CTA = (query, kv head, split): the split's selected pages stream through a two-stage cp.async buffer; each warp
+// owns a 32-token slice of every page. Warps merge through shared memory; with several splits the partial results
+// (normalised O and base-2 LSE) go to the workspace and the last CTA of the (query, kv head) merges them.
+__global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
+    __shared__ __align__(128) unsigned char sm[2 * kAttnStage];
+    __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
+    __shared__ int s_blk[16], s_pg[16], s_n, s_last;
+    const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int s = bq / p.q_len, qi = bq % p.q_len;
+    std::uint32_t qf[4][2][4];
+    {
+        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
+#pragma unroll
+        for (int gp = 0; gp < 4; ++gp)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int head = r + 8 * hh;
+                const uint2 u = head < p.G ? *reinterpret_cast<const uint2*>(qb + head * kHeadDim + gp * 32 + c * 8)
+                                           : make_uint2(0u, 0u);
+                std::uint32_t q4[4];
+                query_pairs(u, q4);
+                qf[gp][0][hh] = q4[0];
+                qf[gp][0][2 + hh] = q4[1];
+                qf[gp][1][hh] = q4[2];
+                qf[gp][1][2 + hh] = q4[3];
+            }
+    }
+    pdl_wait();  // top-k rows come from the indexer launched just before
+    const int pos = p.seq_lens[s] - p.q_len + qi;
+    const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
+    if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
+        int blk = -1, pg = -1;
+        const int slot = split * p.pages_per_split + lane;
+        if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
+            blk = p.topk_idx[unit * p.topk + slot];
+            if (p.sel_pages) pg = p.sel_pages[unit * p.topk + slot];  // no dependent page-table load
+            else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
+        }
+        const unsigned valid = __ballot_sync(0xffffffffu, blk >= 0);
+        if (blk >= 0) {
+            const int idx = __popc(valid & ((1u << lane) - 1u));
+            s_blk[idx] = blk;
+            s_pg[idx] = pg;
+        }
+        if (lane == 0) s_n = __popc(valid);
+    }
+    __syncthreads();
+    const int n = s_n;
+    auto copy_pages = [&](unsigned char* dst, int page) {
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kWarps * 32);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kWarps * 32);
+    };
+    float o[16][4];
+#pragma unroll
+    for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
+    if (n > 0) copy_pages(sm, s_pg[0]);
+    cp_async_commit();
+    for (int i = 0; i < n; ++i) {
+        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1]);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const unsigned char* kb = sm + (i & 1) * kAttnStage;
+        const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
+        if (warp * 32 <= lim) attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, p.mul, qf, o, m, l);
+        __syncthreads();
+    }
+    cp_async_wait<0>();
+    // ---- merge the four warps
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 1);
+        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 2);
+    }
+    if (c == 0) {
+        s_m[warp][r] = m[0]; s_m[warp][r + 8] = m[1];
+        s_l[warp][r] = l[0]; s_l[warp][r + 8] = l[1];
+    }
+    float* slab = reinterpret_cast<float*>(sm) + warp * 16 * kHeadDim;
+#pragma unroll
+    for (int nd = 0; nd < 16; ++nd) {
+        slab[slab_idx(r, 32 * c + nd)] = o[nd][0];
+        slab[slab_idx(r, 32 * c + 16 + nd)] = o[nd][1];
+        slab[slab_idx(r + 8, 32 * c + nd)] = o[nd][2];
+        slab[slab_idx(r + 8, 32 * c + 16 + nd)] = o[nd][3];
+    }
+    __syncthreads();
+    if (tid < 16) {
+        float M = -CUDART_INF_F;
+        for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][tid]);
+        float L = 0.f;
+        for (int w = 0; w < kWarps; ++w) {
+            const float f = s_m[w][tid] == -CUDART_INF_F ? 0.f : exp2f((s_m[w][tid] - M) * kLog2eOverSqrtD);
+            s_f[w][tid] = f;
+            L += f * s_l[w][tid];
+        }
+        s_L[tid] = L;
+        s_lse[0][tid] = L > 0.f ? M * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
+    }
+    __syncthreads();
+    const float* slabs = reinterpret_cast<const float*>(sm);
+    const int dim = tid;
+    for (int head = 0; head < p.G; ++head) {
+        float acc = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) acc = fmaf(s_f[w][head], slabs[w * 16 * kHeadDim + slab_idx(head, dim)], acc);
+        const float L = s_L[head];
+        const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
+        if (p.splits == 1)
+            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
+        else
+            p.part_o[((unit * p.splits + split) * 16 + head) * kHeadDim + dim] = val;
+    }
+    if (p.splits == 1) return;
+    if (tid < 16) p.part_lse[(unit * p.splits + split) * 16 + tid] = s_lse[0][tid];
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(&p.counters[unit], 1u) == static_cast<unsigned>(p.splits - 1);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int i = tid; i < p.splits * 16; i += kWarps * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
+    __syncthreads();
+    if (tid < 16) {  // per-head merge weights, normalised
+        float mxl = -CUDART_INF_F;
+        for (int j = 0; j < p.splits; ++j) mxl = fmaxf(mxl, s_lse[j][tid]);
+        float den = 0.f;
+        for (int j = 0; j < p.splits; ++j)
+            den += (mxl == -CUDART_INF_F || s_lse[j][tid] == -CUDART_INF_F) ? 0.f : exp2f(s_lse[j][tid] - mxl);
+        for (int j = 0; j < p.splits; ++j)
+            s_f[j][tid] =
+                (den > 0.f && s_lse[j][tid] != -CUDART_INF_F) ? exp2f(s_lse[j][tid] - mxl) / den : 0.f;
+    }
+    __syncthreads();
+    const float* wts = &s_f[0][0];
+    const float* pob = p.part_o + unit * p.splits * 16 * kHeadDim + dim;
+    for (int h0 = 0; h0 < p.G; h0 += 4) {  // 4 heads x up to 16 splits of independent loads in flight
+        float v[4][16];
+#pragma unroll
+        for (int hh = 0; hh < 4; ++hh)
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                v[hh][j] = (j < p.splits && h0 + hh < p.G) ? __ldcg(pob + (j * 16 + h0 + hh) * kHeadDim) : 0.f;
+#pragma unroll
+        for (int hh = 0; hh < 4; ++hh) {
+            if (h0 + hh >= p.G) break;
+            float acc = 0.f;
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) acc = fmaf(wts[j * 16 + h0 + hh], v[hh][j], acc);
+            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + h0 + hh) * kHeadDim + dim] = acc;
+        }
+    }
+    if (tid == 0) p.counters[unit] = 0;
+}
+
+constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
+
+int sm_count() {
+    int dev = 0, n = 0;
+    detail::check(cudaGetDevice(&dev));
+    detail::check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+}
+
+}  // namespace
+
+MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int max_blocks, const MsaDecodeOptions& opt) {
+    const int G = geo.num_kv_heads > 0 ? geo.num_q_heads / geo.num_kv_heads : 0;
+    if (batch < 1 || q_len < 1 || geo.num_kv_heads < 1 || q_len * geo.num_kv_heads > 64 || max_blocks < 1 ||
+        max_blocks > 8192 || geo.topk < 1 || geo.topk > 16 || geo.num_q_heads % geo.num_kv_heads != 0 ||
+        (G != 1 && G != 2 && G != 4 && G != 8 && G != 16))
+        throw std::invalid_argument("msa::cuda::make_decode_plan: unsupported shape");
+    MsaDecodePlan p;
+    p.geo = geo;
+    p.opt = opt;
+    p.batch = batch;
+    p.q_len = q_len;
+    p.max_blocks = max_blocks;
+    p.rows = q_len * geo.num_kv_heads;
+    p.idx_ntiles = (p.rows + 7) / 8;
+    p.idx_nt_pass = p.idx_ntiles <= 1 ? 1 : p.idx_ntiles <= 2 ? 2 : 4;
+    const int sms = sm_count();
+    // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
+    const long long pages = static_cast<long long>(batch) * max_blocks;
+    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
+    p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
+                  : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
+                                                                                : 2;
+    const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
+                    : p.idx_parts > 2         ? 1
+                                              : static_cast<int>(std::clamp<long long>(pages / (32LL * sms), 1, 8));
+    p.idx_items_per_cta = kWarps * ipw;
+    p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
+    const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
+    p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
+                 static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
+    const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
+    int splits = opt.attn_splits > 0 ? std::min(opt.attn_splits, geo.topk)
+                                     : static_cast<int>(std::clamp<long long>((4LL * sms + units - 1) / units, 1, geo.topk));
+    p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
+    p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
+    auto align = [](std::size_t x) { return (x + 255) & ~std::size_t(255); };
+    const std::size_t u = static_cast<std::size_t>(units);
+    const bool simt_attn = opt.attention == MsaImpl::kSimt;
+    const std::size_t parts = simt_attn ? u * geo.topk * G : u * p.attn_splits * 16;
+    p.scores_off = 0;
+    p.sel_pages_off = align(static_cast<std::size_t>(batch) * p.rows * max_blocks * p.idx_parts * sizeof(float));
+    p.partial_o_off = p.sel_pages_off + align(u * geo.topk * sizeof(int));
+    p.partial_lse_off = p.partial_o_off + align(parts * kHeadDim * sizeof(float));
+    p.counters_off = p.partial_lse_off + align(parts * sizeof(float));
+    p.total_bytes = p.counters_off + align((static_cast<std::size_t>(batch) + u) * sizeof(unsigned));
+    static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
+    if (!attrs_set) {
+        // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
+        const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<2>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<4>),
+                                 reinterpret_cast<const void*>(attn_kernel)};
+        for (int i = 0; i < 4; ++i) {
+            if (i < 3)
+                detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(kIdxSmemMax)));
+            detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+        }
+        attrs_set = true;
+    }
+    return p;
+}
+
+void init_decode_workspace(const MsaDecodePlan& p, void* workspace, cudaStream_t stream) {
+    detail::check(cudaMemsetAsync(static_cast<std::uint8_t*>(workspace) + p.counters_off, 0,
+                                  p.total_bytes - p.counters_off, stream));
+}
+
+void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t stream) {
+    auto* ws = static_cast<std::uint8_t*>(a.workspace);
+    auto* scores = reinterpret_cast<float*>(ws + p.scores_off);
+    auto* sel_pages = reinterpret_cast<int*>(ws + p.sel_pages_off);
+    auto* po = reinterpret_cast<float*>(ws + p.partial_o_off);
+    auto* pl = reinterpret_cast<float*>(ws + p.partial_lse_off);
+    auto* counters = reinterpret_cast<unsigned*>(ws + p.counters_off);
+    const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv;
+    const bool mma_idx = p.opt.indexer == MsaImpl::kMma;
+    if (mma_idx) {
+        const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
+                           p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
+                           p.idx_parts, kMul};
+        const dim3 grid(p.idx_chunks, p.batch);
+        switch (p.idx_nt_pass) {
+            case 1: index_topk_kernel<1><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
+            case 2: index_topk_kernel<2><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
+            default: index_topk_kernel<4><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
+        }
+        detail::check(cudaGetLastError());
+    } else {
+        detail::launch_simt_indexer(p, a, scores, stream);
+    }
+    if (p.opt.attention == MsaImpl::kSimt) {
+        detail::launch_simt_attention(p, a, po, pl, stream);
+        return;
+    }
+    const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
+                        a.page_table, a.out, po, pl, counters + p.batch, p.q_len, nq, nkv, G, p.geo.topk,
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, kMul};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
+    cfg.blockDim = dim3(kWarps * 32);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = p.opt.pdl ? 1 : 0;
+    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel, ap));
+}
+
+}  // namespace msa::cuda

@@ -1,0 +1,89 @@
+// Hopper (sm_90a) CUDA kernels for MSA decode with an NVFP4 KV cache (issue 7).
+// Cache layout (formats.md section 5): per (page, kv head) one 9216-byte record: 128 tokens x 64 bytes of E2M1
+// pairs (element 2i low nibble), then 128 tokens x 8 E4M3 scales (one per 16 channels). K and V caches are
+// [num_pages][kv heads][9216 B]; the index-K cache is [num_pages][9216 B]. A page holds positions
+// [128 b, 128 b + 127] of the sequence whose page table maps logical block b to it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace msa::cuda {
+
+inline constexpr int kHeadDim = 128;
+inline constexpr int kBlock = 128;
+inline constexpr int kPageHeadBytes = kBlock * 64 + kBlock * 8;  // 9216
+
+struct MsaGeometry {
+    int num_q_heads = 64;
+    int num_kv_heads = 4;   // == number of index heads
+    int topk = 16;          // sparse_topk_blocks (<= 16)
+};
+
+// KV insert: Gemma RMSNorm per head (x * rsqrt(mean x^2 + eps) * (1 + w)) on K and index-K, partial NeoX RoPE
+// (rotary_dim 64, pairs (i, i+32), inv_freq = theta^(-i/32)) on K and index-K, NVFP4 quantisation (formats.md 3)
+// of K, V and index-K. Inputs FP32: k,v [T][kv_heads][128], ik [T][128]; positions[T]; seq_of_token[T] picks the
+// row of page_table [batch][max_blocks] that maps pos/128 to a physical page.
+struct KvInsertArgs {
+    const float* k; const float* v; const float* ik;
+    const float* k_norm_w; const float* ik_norm_w;
+    const int* positions; const int* seq_of_token;
+    const int* page_table; int max_blocks;
+    int num_tokens; int num_kv_heads;
+    float eps = 1e-6f; float rope_theta = 10000.0f;
+    std::uint8_t* k_cache; std::uint8_t* v_cache; std::uint8_t* ik_cache;
+};
+void kv_insert(const KvInsertArgs& a, cudaStream_t stream);
+
+// Which implementation runs each decode stage. kMma (default): tensor-core kernels (two launches: indexer with
+// the keyed top-k fused at its end, sparse attention with the split-KV merge fused at its end). kSimt: the first,
+// correctness-first FP32 kernels (four launches), kept as a cross-check.
+enum class MsaImpl : int { kMma = 0, kSimt = 1 };
+
+struct MsaDecodeOptions {
+    MsaImpl indexer = MsaImpl::kMma;
+    MsaImpl attention = MsaImpl::kMma;
+    bool pdl = true;            // programmatic dependent launch of the attention kernel after the indexer
+    int attn_splits = 0;        // split-KV CTAs per (query, kv head); 0 = chosen from the shape and the SM count
+    int idx_pages_per_warp = 0; // indexer work items (pages or page parts) per warp; 0 = chosen from the shape
+    int idx_parts = 0;          // 1, 2 or 4 token ranges per index-K page (one per warp); 0 = chosen from the shape
+};
+
+// Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
+struct MsaDecodePlan {
+    MsaGeometry geo;
+    MsaDecodeOptions opt;
+    int batch = 0;
+    int q_len = 1;           // queries per request (1..16)
+    int max_blocks = 0;      // page-table row length; upper bound on blocks per sequence (<= 8192)
+    int rows = 0;            // q_len * num_kv_heads: index rows per request
+    int idx_ntiles = 0;      // ceil(rows / 8): MMA n-tiles of index queries
+    int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
+    int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
+    int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
+    std::size_t idx_smem = 0;
+    int attn_splits = 1, attn_pages_per_split = 16;
+    // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
+    // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
+    std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
+    std::size_t total_bytes = 0;
+};
+MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int max_blocks,
+                               const MsaDecodeOptions& opt = {});
+void init_decode_workspace(const MsaDecodePlan& plan, void* workspace, cudaStream_t stream);
+
+struct MsaDecodeArgs {
+    const std::uint8_t* q;         // E4M3 [batch][q_len][num_q_heads][128]
+    const std::uint8_t* iq;        // E4M3 [batch][q_len][num_kv_heads][128]
+    const std::uint8_t* k_cache; const std::uint8_t* v_cache; const std::uint8_t* ik_cache;
+    const int* page_table;         // [batch][max_blocks]
+    const int* seq_lens;           // [batch] kv_len including the q_len new tokens
+    float* out;                    // FP32 [batch][q_len][num_q_heads][128]
+    int* topk_out;                 // [batch][q_len][num_kv_heads][topk] logical block ids (-1 padded, local last)
+    void* workspace;               // plan.total_bytes, initialised by init_decode_workspace
+};
+// Numerics (kMma): Q and index-Q E4M3 exactly in FP16 (times 2^7), K/V/index-K dequantised exactly to FP16 as
+// e2m1*scale*2^-7, FP32 accumulation on the tensor cores; softmax in FP32, P rounded to FP16 for the PV product.
+void msa_decode(const MsaDecodePlan& plan, const MsaDecodeArgs& a, cudaStream_t stream);
+
+}  // namespace msa::cuda

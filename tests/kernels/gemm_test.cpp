@@ -1,0 +1,175 @@
+// linear() against a plain double-precision reference for every weight format and activation mode, plus the
+// property that a row's result does not depend on which other rows are in the batch.
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "formats/nvfp4.h"
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/linear.h"
+#include "support/cpu_mode.h"
+#include "support/test_data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace msa {
+namespace {
+
+using test::make_weight;
+using test::random_floats;
+
+// y[i][n] = sum_k x[i][k] * W[n][k] in double; also returns sum |x||w| per output for relative bounds.
+void reference(const std::vector<float>& w, std::int64_t N, std::int64_t K, const std::vector<float>& x,
+               std::int64_t m, std::vector<double>& y, std::vector<double>& mag) {
+    y.assign(static_cast<std::size_t>(m * N), 0.0);
+    mag.assign(static_cast<std::size_t>(m * N), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t n = 0; n < N; ++n) {
+            double s = 0, a = 0;
+            for (std::int64_t k = 0; k < K; ++k) {
+                s += static_cast<double>(x[i * K + k]) * w[n * K + k];
+                a += std::fabs(static_cast<double>(x[i * K + k]) * w[n * K + k]);
+            }
+            y[i * N + n] = s;
+            mag[i * N + n] = a;
+        }
+}
+
+struct Case {
+    LinearFormat format;
+    std::int64_t n, k;
+};
+
+class LinearTest : public ::testing::TestWithParam<std::tuple<Case, bool>> {
+protected:
+    test::ScopedCpuFeatures mode_{std::get<1>(GetParam())};
+};
+
+TEST_P(LinearTest, ExactModeMatchesDoubleReference) {
+    const Case c = std::get<0>(GetParam());
+    const auto w = make_weight(c.format, c.n, c.k, 11);
+    for (std::int64_t m : {1, 3, 8, 13, 40}) {
+        const auto x = random_floats(static_cast<std::size_t>(m * c.k), 100 + static_cast<std::uint32_t>(m));
+        std::vector<float> y(static_cast<std::size_t>(m * c.n));
+        cpu::linear(w.view(), x.data(), m, y.data());
+        std::vector<double> ref, mag;
+        reference(w.dense, c.n, c.k, x, m, ref, mag);
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            ASSERT_NEAR(y[i], ref[i], 2e-6 * mag[i] + 1e-30) << "m=" << m << " index " << i;
+        }
+    }
+}
+
+TEST_P(LinearTest, RowsDoNotDependOnTheBatch) {
+    const Case c = std::get<0>(GetParam());
+    const auto w = make_weight(c.format, c.n, c.k, 12);
+    const std::int64_t m = 21;
+    const auto x = random_floats(static_cast<std::size_t>(m * c.k), 7);
+    for (auto mode : {cpu::ActivationMode::exact, cpu::ActivationMode::int8}) {
+        std::vector<float> all(static_cast<std::size_t>(m * c.n));
+        cpu::linear(w.view(), x.data(), m, all.data(), mode);
+        // Each row alone, then rows in groups of 5 (mixing the small-batch and panel routes).
+        for (std::int64_t i = 0; i < m; ++i) {
+            std::vector<float> one(static_cast<std::size_t>(c.n));
+            cpu::linear(w.view(), x.data() + i * c.k, 1, one.data(), mode);
+            ASSERT_EQ(0, std::memcmp(one.data(), all.data() + i * c.n, one.size() * 4)) << "row " << i;
+        }
+        for (std::int64_t i = 0; i + 5 <= m; i += 5) {
+            std::vector<float> five(static_cast<std::size_t>(5 * c.n));
+            cpu::linear(w.view(), x.data() + i * c.k, 5, five.data(), mode);
+            ASSERT_EQ(0, std::memcmp(five.data(), all.data() + i * c.n, five.size() * 4)) << "rows from " << i;
+        }
+    }
+}
+
+TEST_P(LinearTest, Int8ModeIsCloseToExact) {
+    const Case c = std::get<0>(GetParam());
+    const auto w = make_weight(c.format, c.n, c.k, 13);
+    const std::int64_t m = 6;
+    const auto x = random_floats(static_cast<std::size_t>(m * c.k), 8);
+    std::vector<float> y(static_cast<std::size_t>(m * c.n));
+    cpu::linear(w.view(), x.data(), m, y.data(), cpu::ActivationMode::int8);
+    std::vector<double> ref, mag;
+    reference(w.dense, c.n, c.k, x, m, ref, mag);
+    // int8 per 16 values: each product carries at most 1/254 of |x|max(group) * |w| of error.
+    for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 0.02 * mag[i] + 1e-6) << i;
+}
+
+const Case kCases[] = {
+    {LinearFormat::f32, 37, 72},   {LinearFormat::f32, 64, 256},  {LinearFormat::bf16, 29, 200},
+    {LinearFormat::bf16, 96, 512}, {LinearFormat::f16, 17, 64},   {LinearFormat::mxfp8, 33, 96},
+    {LinearFormat::mxfp8, 70, 1024}, {LinearFormat::nvfp4, 31, 48}, {LinearFormat::nvfp4, 66, 512},
+    {LinearFormat::nvfp4, 40, 2048},
+};
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, bool>>& info) {
+    const Case c = std::get<0>(info.param);
+    return std::string(linear_format_name(c.format)) + "_" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+           (std::get<1>(info.param) ? "_simd" : "_scalar");
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LinearTest, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Bool()),
+                         case_name);
+
+// W4A4 (M3.1 experts): the integer path against a reference that quantises the activations itself with the
+// formats library and computes in double.
+TEST(LinearW4a4, MatchesQuantisedActivationReference) {
+    const std::int64_t N = 24, K = 256, m = 5;
+    const auto w = make_weight(LinearFormat::nvfp4, N, K, 21);
+    auto x = random_floats(static_cast<std::size_t>(m * K), 22, -3.0f, 3.0f);
+    for (auto input : {cpu::W4a4Input::fc1, cpu::W4a4Input::fc2}) {
+        for (bool simd : {false, true}) {
+            const CpuFeatures saved = cpu_features();
+            if (!simd) set_cpu_features_for_testing(CpuFeatures{});
+            cpu::Q8Rows xq;
+            cpu::quantize_rows_w4a4(x.data(), m, K, input, xq);
+            std::vector<float> y(static_cast<std::size_t>(m * N));
+            cpu::linear_q8(w.view(), xq, y.data());
+            set_cpu_features_for_testing(saved);
+            for (std::int64_t i = 0; i < m; ++i) {
+                float amax = 0;
+                for (std::int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[i * K + k]));
+                const float S = input == cpu::W4a4Input::fc1 ? 2688.0f / amax : 16.0f;
+                std::vector<std::uint8_t> packed(K / 2), scales(K / 16);
+                nvfp4_quantize_activation_row(x.data() + i * K, K, S, packed.data(), scales.data());
+                std::vector<float> xd(K);
+                nvfp4_dequantize(packed.data(), scales.data(), K, 1.0f, xd.data());
+                for (std::int64_t n = 0; n < N; ++n) {
+                    double s = 0, a = 0;
+                    for (std::int64_t k = 0; k < K; ++k) {
+                        s += static_cast<double>(xd[k]) * w.dense[n * K + k];
+                        a += std::fabs(static_cast<double>(xd[k]) * w.dense[n * K + k]);
+                    }
+                    const double expect = input == cpu::W4a4Input::fc1 ? s * amax / 2688.0 : s / 16.0;
+                    const double bound = (input == cpu::W4a4Input::fc1 ? a * amax / 2688.0 : a / 16.0) * 1e-6;
+                    ASSERT_NEAR(y[i * N + n], expect, bound) << "row " << i << " col " << n << " simd " << simd;
+                }
+            }
+        }
+    }
+}
+
+TEST(LinearW4a4, ZeroRowGivesZeroOutput) {
+    const auto w = make_weight(LinearFormat::nvfp4, 8, 64, 3);
+    std::vector<float> x(64, 0.0f);
+    cpu::Q8Rows xq;
+    cpu::quantize_rows_w4a4(x.data(), 1, 64, cpu::W4a4Input::fc1, xq);
+    std::vector<float> y(8, 1.0f);
+    cpu::linear_q8(w.view(), xq, y.data());
+    for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Linear, RejectsMalformedWeights) {
+    WeightView w;
+    EXPECT_THROW(cpu::check_linear_weight(w, "layers.0.mlp.up_proj.weight"), Error);
+    auto ok = make_weight(LinearFormat::nvfp4, 4, 32, 1);
+    auto v = ok.view();
+    EXPECT_NO_THROW(cpu::check_linear_weight(v, "x"));
+    v.cols = 24;
+    EXPECT_THROW(cpu::check_linear_weight(v, "x"), Error);
+}
+
+}  // namespace
+}  // namespace msa
