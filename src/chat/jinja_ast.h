@@ -4,6 +4,7 @@
 
 #include "chat/jinja_value.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,6 +65,8 @@ struct Expr {
     ExprPtr b;
     ExprPtr c;
     ArgExprs args;
+    // Height of the tree below and including this node; set by the parser (0: not measured yet).
+    std::uint32_t height = 0;
 };
 
 // Assignment target of for/set/with: a name, a (nested) tuple of names, or namespace.attribute.

@@ -64,6 +64,7 @@ Value repeat(const Value& seq, std::int64_t count, const Interpreter& interp) {
         if (!s.empty() && n > interp.options().max_output_bytes / s.size()) {
             raise("string repetition exceeds the limit of {} bytes", interp.options().max_output_bytes);
         }
+        interp.charge_bytes(s.size() * n);
         std::string out;
         out.reserve(s.size() * n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -75,6 +76,7 @@ Value repeat(const Value& seq, std::int64_t count, const Interpreter& interp) {
     if (!items.empty() && n > interp.options().max_output_bytes / items.size()) {
         raise("sequence repetition exceeds the limit of {} items", interp.options().max_output_bytes);
     }
+    interp.charge(items.size() * n);
     List out;
     out.reserve(items.size() * n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -180,6 +182,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
         }
         if (a.is_string() && b.is_string()) {
             interp.check_size(a.as_string().size() + b.as_string().size());
+            interp.charge_bytes(a.as_string().size() + b.as_string().size());
             if (a.is_markup() || b.is_markup()) {
                 const std::string left = a.is_markup() ? a.as_string() : html_escape(a.as_string());
                 const std::string right = b.is_markup() ? b.as_string() : html_escape(b.as_string());
@@ -188,6 +191,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
             return Value(a.as_string() + b.as_string());
         }
         if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
+            interp.charge(a.as_list().size() + b.as_list().size());
             List out = a.as_list();
             out.insert(out.end(), b.as_list().begin(), b.as_list().end());
             return a.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -411,6 +415,7 @@ Value concat_values(const List& parts, const Interpreter& interp) {
         out += to_str(p);
         interp.check_size(out.size());
     }
+    interp.charge_bytes(out.size());
     return Value(std::move(out));
 }
 
@@ -443,7 +448,7 @@ Interpreter::CallDepth::~CallDepth() {
     --interp_.call_depth_;
 }
 
-void Interpreter::charge(std::uint64_t steps) {
+void Interpreter::charge(std::uint64_t steps) const {
     steps_ += steps;
     if (steps_ > options_.max_steps) {
         raise("the template exceeded the limit of {} evaluation steps", options_.max_steps);
@@ -463,15 +468,29 @@ void Interpreter::append_output(std::string& out, std::string_view text) const {
     out.append(text);
 }
 
+namespace {
+
+// Appends a weak reference, dropping expired ones whenever the list doubles (its size stays proportional to the
+// objects alive, not to the number of assignments a long loop makes).
+template <typename T>
+void remember(std::vector<std::weak_ptr<T>>& list, const std::shared_ptr<T>& item) {
+    if (list.size() >= 1024 && (list.size() & (list.size() - 1)) == 0) {
+        std::erase_if(list, [](const std::weak_ptr<T>& w) { return w.expired(); });
+    }
+    list.push_back(item);
+}
+
+}  // namespace
+
 void Interpreter::track(const std::shared_ptr<Object>& obj) {
-    tracked_.push_back(obj);
+    remember(tracked_, obj);
 }
 
 void Interpreter::assign(Scope& scope, const std::string& name, Value value, const std::shared_ptr<Scope>& owner) {
     const bool is_object = value.is_object();
     scope.set(name, std::move(value));
     if (is_object && (object_scopes_.empty() || object_scopes_.back().lock() != owner)) {
-        object_scopes_.push_back(owner);
+        remember(object_scopes_, owner);
     }
 }
 

@@ -58,7 +58,10 @@ public:
     // ---- services for builtins and runtime objects ----
     const RenderOptions& options() const { return options_; }
     // Counts evaluation steps; throws when the budget is exhausted.
-    void charge(std::uint64_t steps);
+    void charge(std::uint64_t steps) const;
+    // Charges for copying `bytes` of string data (one step per KiB), so that a loop that keeps rebuilding a large
+    // string stops within the step budget instead of running for minutes.
+    void charge_bytes(std::size_t bytes) const { charge(bytes >> 10); }
     // Throws when a string of `bytes` would exceed the size limit.
     void check_size(std::size_t bytes) const;
     // jinja2's environment.getattr / getitem (sandboxed): attribute falls back to item and vice versa.
@@ -114,7 +117,7 @@ private:
 
     const RenderOptions& options_;
     std::shared_ptr<Scope> globals_;
-    std::uint64_t steps_ = 0;
+    mutable std::uint64_t steps_ = 0;  // charged by const operations too (they build values)
     int call_depth_ = 0;
     int eval_depth_ = 0;
     // Scopes holding objects and tracked objects: cleared after the render to break reference cycles

@@ -122,7 +122,14 @@ private:
         const std::size_t line_index = static_cast<std::size_t>(it - line_starts_.begin()) - 1;
         line = static_cast<int>(line_index) + 1;
         const std::size_t start = line_starts_[line_index];
-        column = static_cast<int>(pytext::length(std::string_view(src_).substr(start, at - start))) + 1;
+        // Columns count code points. Tokens come in source order, so continue from the previous position on the
+        // same line instead of recounting from the line start (that was quadratic on long one-line templates).
+        if (column_cache_.line_index != line_index || column_cache_.at > at) {
+            column_cache_ = {line_index, start, 0};
+        }
+        column_cache_.column += pytext::length(std::string_view(src_).substr(column_cache_.at, at - column_cache_.at));
+        column_cache_.at = at;
+        column = static_cast<int>(column_cache_.column) + 1;
     }
 
     void set_position(Token& token, std::size_t at) const { position(at, token.line, token.column); }
@@ -659,6 +666,12 @@ private:
 
     std::string src_;
     std::vector<std::size_t> line_starts_;
+    struct ColumnCache {
+        std::size_t line_index = 0;
+        std::size_t at = 0;      // byte offset the column below belongs to
+        std::size_t column = 0;  // code points from the line start to `at`
+    };
+    mutable ColumnCache column_cache_;
     std::vector<Token> tokens_;
     std::size_t pos_ = 0;
     bool line_starting_ = true;

@@ -4,6 +4,7 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_symbols.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -155,6 +156,42 @@ private:
         auto e = std::make_unique<Expr>();
         e->kind = kind;
         e->pos = {at_token.line, at_token.column};
+        return e;
+    }
+    // Measures an expression node (children first, each node once) and stores its height.
+    static std::uint32_t measure(Expr& e) {
+        if (e.height != 0) {
+            return e.height;
+        }
+        std::uint32_t h = 0;
+        const auto child = [&h](const ExprPtr& c) {
+            if (c) {
+                h = std::max(h, measure(*c));
+            }
+        };
+        child(e.a);
+        child(e.b);
+        child(e.c);
+        for (const auto& item : e.items) {
+            child(item);
+        }
+        for (const auto& arg : e.args.positional) {
+            child(arg);
+        }
+        for (const auto& [key, arg] : e.args.keyword) {
+            child(arg);
+        }
+        child(e.args.star_args);
+        child(e.args.star_kwargs);
+        e.height = h + 1;
+        return e.height;
+    }
+    // A node built by a loop of the parser (a chain link), checked against kMaxExprHeight.
+    ExprPtr chained(ExprPtr e) const {
+        if (measure(*e) > kMaxExprHeight) {
+            fail_here("expression nesting exceeds the limit of " + std::to_string(kMaxExprHeight) +
+                      " levels (a chain of operators, filters, attributes or calls that long)");
+        }
         return e;
     }
     StmtPtr make_stmt(StmtKind kind, const Token& at_token) const {
@@ -580,7 +617,7 @@ private:
             e->a = std::move(expr2);
             e->b = std::move(expr1);
             e->c = std::move(expr3);
-            expr1 = std::move(e);
+            expr1 = chained(std::move(e));
         }
         return expr1;
     }
@@ -592,7 +629,7 @@ private:
             auto e = make(ExprKind::kOr, start);
             e->a = std::move(left);
             e->b = parse_and();
-            left = std::move(e);
+            left = chained(std::move(e));
         }
         return left;
     }
@@ -604,7 +641,7 @@ private:
             auto e = make(ExprKind::kAnd, start);
             e->a = std::move(left);
             e->b = parse_not();
-            left = std::move(e);
+            left = chained(std::move(e));
         }
         return left;
     }
@@ -659,7 +696,7 @@ private:
         e->name = std::move(op);
         e->a = std::move(a);
         e->b = std::move(b);
-        return e;
+        return chained(std::move(e));
     }
 
     ExprPtr parse_math1() {
@@ -824,9 +861,9 @@ private:
     ExprPtr parse_postfix(ExprPtr node) {
         while (true) {
             if (at_op(".") || at_op("[")) {
-                node = parse_subscript(std::move(node));
+                node = chained(parse_subscript(std::move(node)));
             } else if (at_op("(")) {
-                node = parse_call(std::move(node));
+                node = chained(parse_call(std::move(node)));
             } else {
                 return node;
             }
@@ -838,9 +875,9 @@ private:
             if (at_op("|")) {
                 node = parse_filter(std::move(node), false);
             } else if (at_name("is")) {
-                node = parse_test(std::move(node));
+                node = chained(parse_test(std::move(node)));
             } else if (at_op("(")) {
-                node = parse_call(std::move(node));
+                node = chained(parse_call(std::move(node)));
             } else {
                 return node;
             }
@@ -991,7 +1028,7 @@ private:
             if (at_op("(")) {
                 parse_call_args(e->args);
             }
-            node = std::move(e);
+            node = chained(std::move(e));
             start_inline = false;
         }
         return node;

@@ -7,12 +7,17 @@
 #include "chat/jinja_ast.h"
 #include "chat/jinja_lexer.h"
 
+#include <cstdint>
 #include <string_view>
 
 namespace msa::jinja {
 
 // Nesting limit for expressions and statements (deeper templates are rejected with an error, never a crash).
 constexpr int kMaxParseDepth = 256;
+// Height limit of one expression tree. Operator, filter and attribute chains (a.b.c, x|f|g, 1+2+3) are parsed in loops,
+// not by recursion, so they are measured separately: the evaluator, the validators and the tree's destructor recurse
+// over the tree, and a long chain must be an error, never a stack overflow.
+constexpr std::uint32_t kMaxExprHeight = 1000;
 
 // Parses a template; throws TemplateError with line and column. Unknown filters and tests are rejected here, as
 // jinja2 does when it compiles a template (except directly inside an `if` or an inline if-expression, where

@@ -23,26 +23,7 @@ class Interpreter;
 struct CallArgs;
 
 using List = std::vector<Value>;
-
-// Insertion-ordered mapping with Python key semantics: keys are hashable values (None, bool, int, float, str,
-// tuples of those), and 1, 1.0 and true are the same key.
-class Dict {
-public:
-    const Value* find(const Value& key) const;
-    const Value* find(std::string_view key) const;
-    // Replaces the value of an existing key in place (keeping its position) or appends a new entry.
-    void set(const Value& key, Value value);
-    std::size_t size() const { return entries_.size(); }
-    bool empty() const { return entries_.empty(); }
-    const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
-    void clear();
-
-private:
-    std::size_t find_index(const Value& key) const;
-    std::vector<std::pair<Value, Value>> entries_;
-    // Built once the dict grows past a few entries: canonical key text -> position.
-    mutable std::unordered_map<std::string, std::size_t> index_;
-};
+class Dict;
 
 class Value {
 public:
@@ -112,6 +93,26 @@ private:
     };
     // String (std::string), List, Dict, Object, or the undefined hint (std::string).
     std::shared_ptr<void> ptr_;
+};
+
+// Insertion-ordered mapping with Python key semantics: keys are hashable values (None, bool, int, float, str,
+// tuples of those), and 1, 1.0 and true are the same key.
+class Dict {
+public:
+    const Value* find(const Value& key) const;
+    const Value* find(std::string_view key) const;
+    // Replaces the value of an existing key in place (keeping its position) or appends a new entry.
+    void set(const Value& key, Value value);
+    std::size_t size() const { return entries_.size(); }
+    bool empty() const { return entries_.empty(); }
+    const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
+    void clear();
+
+private:
+    std::size_t find_index(const Value& key) const;
+    std::vector<std::pair<Value, Value>> entries_;
+    // Built once the dict grows past a few entries: canonical key text -> position.
+    mutable std::unordered_map<std::string, std::size_t> index_;
 };
 
 // Runtime objects: everything that is neither a scalar nor a plain container.

@@ -83,6 +83,52 @@ TEST(JinjaLimits, StepBudgetStopsLongLoops) {
     EXPECT_NE(std::string(e.what()).find("steps"), std::string::npos) << e.what();
 }
 
+TEST(JinjaLimits, StepBudgetCountsTheItemsAndBytesThatOperationsCopy) {
+    // Rebuilding a growing list or string in a loop costs quadratic time in few steps; the copies are charged.
+    RenderOptions options;
+    options.max_steps = 200000;
+    EXPECT_NE(std::string(render_error("{% set ns = namespace(a=[]) %}{% for i in range(20000) %}"
+                                       "{% set ns.a = ns.a + [i] %}{% endfor %}{{ ns.a|length }}",
+                                       {}, options)
+                              .what())
+                  .find("steps"),
+              std::string::npos);
+    options.max_steps = 500000;
+    for (const char* op : {"~", "+"}) {
+        const std::string source = std::string("{% set ns = namespace(s='') %}{% for i in range(5000) %}{% set ns.s = ns.s ") +
+                                   op + " ('x' * 100) %}{% endfor %}{{ ns.s|length }}";
+        EXPECT_NE(std::string(render_error(source, {}, options).what()).find("steps"), std::string::npos) << op;
+    }
+    EXPECT_THROW(render("{% for i in range(100) %}{% set l = [0] * 10000 %}{% endfor %}", {}, options), TemplateError);
+    // The same work on small values stays well inside the budget.
+    EXPECT_EQ(render("{% set ns = namespace(a=[], s='') %}{% for i in range(100) %}{% set ns.a = ns.a + [i] %}"
+                     "{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.a|length }} {{ ns.s|length }}",
+                     {}, options),
+              "100 190");
+}
+
+TEST(JinjaErrors, ColumnsCountCodePointsOnLongLines) {
+    // Columns are code points from the line start, also after many tags on one line (counted incrementally).
+    for (const int n : {1, 7, 3000}) {
+        std::string ascii;
+        std::string accented;
+        for (int i = 0; i < n; ++i) {
+            ascii += "{{ 'a' }}";
+            accented += "{{ '\xc3\xa9' }}";  // one code point, two bytes
+        }
+        const TemplateError a = render_error(ascii + "x\n {{ 1 + }}");
+        const TemplateError b = render_error(accented + "x\n {{ 1 + }}");
+        EXPECT_EQ(a.line(), 2);
+        EXPECT_EQ(b.line(), 2);
+        EXPECT_EQ(a.column(), b.column());
+        const TemplateError c = render_error(ascii + " {{ 1 + }}");
+        const TemplateError d = render_error(accented + " {{ 1 + }}");
+        EXPECT_EQ(c.line(), 1);
+        EXPECT_EQ(c.column(), d.column()) << n;
+        EXPECT_GT(c.column(), 9 * n);
+    }
+}
+
 TEST(JinjaLimits, OutputAndStringSizesAreBounded) {
     RenderOptions options;
     options.max_output_bytes = 1 << 20;
@@ -106,6 +152,19 @@ TEST(JinjaLimits, DeepNestingIsAnErrorNotAStackOverflow) {
     EXPECT_THROW(render(ifs), TemplateError);
     EXPECT_THROW(render("{{ " + std::string(5000, '-') + "1 }}"), TemplateError);
     EXPECT_THROW(render("{{ " + std::string(3000, '[') + std::string(3000, ']') + " }}"), TemplateError);
+    // Chains are parsed in loops, not by recursion; a long one is an error too (the tree would be too deep).
+    const auto repeated = [](const std::string& part, int n) {
+        std::string out;
+        for (int i = 0; i < n; ++i) {
+            out += part;
+        }
+        return out;
+    };
+    for (const char* link : {".b", "[0]", "()", "+1", "*1", "**1", "|string", " is defined", " or x", " and x"}) {
+        EXPECT_THROW(render(std::string("{{ x") + repeated(link, 100000) + " }}", {{"x", 1}}), TemplateError) << link;
+    }
+    EXPECT_THROW(render("{{ 1 if x" + repeated(" else 1 if x", 3000) + " }}"), TemplateError);
+    EXPECT_THROW(render("{% filter upper" + repeated("|lower", 100000) + " %}x{% endfilter %}"), TemplateError);
     // Nesting deeper than Python's repr/json allow, built at run time.
     EXPECT_THROW(render("{% set ns = namespace(v=[]) %}{% for i in range(2000) %}{% set ns.v = [ns.v] %}{% endfor %}"
                         "{{ ns.v|tojson }}"),
@@ -121,6 +180,11 @@ TEST(JinjaLimits, ReasonableNestingWorks) {
         ends += "{% endif %}";
     }
     EXPECT_EQ(render(ifs + "deep" + ends), "deep");
+    std::string sum = "{{ 0";
+    for (int i = 0; i < 500; ++i) {
+        sum += " + 1";
+    }
+    EXPECT_EQ(render(sum + " }}"), "500");
     EXPECT_EQ(render("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% else %}bottom{% endif %}{% endmacro %}{{ f(100) }}"),
               "bottom");
 }
