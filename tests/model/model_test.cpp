@@ -200,8 +200,9 @@ TEST_F(ModelTest, TraceRecordsSelectedBlocksLocalLast) {
 TEST_F(ModelTest, HiddenTapsAreTheResidualStream) {
     auto m = load();
     const auto tokens = random_tokens(20, 320, 9);
+    const auto pages = iota_pages(0, 1);  // the step's spans must outlive it
     ForwardBatch batch;
-    batch.seqs.push_back({tokens, 0, iota_pages(0, 1), 1});
+    batch.seqs.push_back({tokens, 0, pages, 1});
     ForwardOptions opt;
     opt.tap_layers = {2, 0};
     ForwardOutput out;
