@@ -396,6 +396,9 @@ void HttpServer::shutdown(std::chrono::milliseconds deadline) {
 void HttpServer::stop() {
     draining_ = true;
     cancelling_ = true;
+    // httplib's stop() does nothing when its accept loop has not started yet, which then runs forever; shutting
+    // the listener down makes that loop end at once whenever it starts.
+    if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
     server_->stop();
 }
 

@@ -1,6 +1,7 @@
 #include "server/openai_routes.h"
 
 #include "fake_backend.h"
+#include "sse_frames.h"
 #include "test_server.h"
 
 #include <gtest/gtest.h>
@@ -16,38 +17,11 @@ namespace {
 using nlohmann::json;
 using testing::FakeBackend;
 using testing::RunningServer;
+using testing::parse_sse;
+using testing::Sse;
 using namespace std::chrono_literals;
 
 const std::string kNs = "]<]minimax[>[";
-
-struct Sse {
-    std::vector<json> events;
-    int pings = 0;
-    bool done_last = false;  // [DONE] was the last frame
-    std::string raw;
-};
-
-Sse parse_sse(const std::string& body) {
-    Sse out;
-    out.raw = body;
-    std::size_t start = 0;
-    while (start < body.size()) {
-        const auto end = body.find("\n\n", start);
-        const std::string frame = body.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start = end == std::string::npos ? body.size() : end + 2;
-        out.done_last = false;
-        if (frame.starts_with(":")) {
-            ++out.pings;
-        } else if (frame == "data: [DONE]") {
-            out.done_last = true;
-        } else {
-            EXPECT_TRUE(frame.starts_with("data: ")) << frame;
-            out.events.push_back(json::parse(frame.substr(6), nullptr, false));
-            EXPECT_FALSE(out.events.back().is_discarded()) << frame;
-        }
-    }
-    return out;
-}
 
 // The server under test: OpenAIRoutes over a FakeBackend.
 class Harness {
