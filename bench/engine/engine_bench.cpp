@@ -1,13 +1,19 @@
 // Scheduler and engine overhead per step at 256 concurrent sequences (the fake model's forward costs ~0 and is
 // timed and subtracted), sampling cost per token at MiniMax-M3's vocabulary (200064), and the prefix-cache hash
-// cost per 128-token block. Writes JSON figures (contributing.md: figure, value, unit, date, machine, commit).
+// cost per 128-token block, and the engine over the real CPU model (a tiny random checkpoint) against the model's
+// own single-sequence loop. Writes JSON figures (contributing.md: figure, value, unit, date, machine, commit).
 //
 //   build/bench/engine/engine_bench --out bench/results/engine_$(date +%F).json
+#include "core/parallel.h"
 #include "engine/block_hash.h"
+#include "engine/cpu_model_executor.h"
 #include "engine/engine.h"
 #include "engine/fake_model.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "model/minimax_m3_model.h"
+#include "model/random_checkpoint.h"
+#include "support/test_configs.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,13 +22,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include <time.h>
+#include <unistd.h>
 
 namespace {
 
@@ -128,7 +137,7 @@ double scheduler_decode_step_us(int concurrency, int prompt_len, bool caching) {
 // A model wrapper that accumulates the time spent in forward() so that it can be subtracted.
 class TimedModel : public msa::ModelExecutor {
 public:
-    explicit TimedModel(FakeModel& inner) : inner_(inner) {}
+    explicit TimedModel(msa::ModelExecutor& inner) : inner_(inner) {}
     void forward(const msa::ForwardBatch& b, const msa::ForwardOptions& o, msa::ForwardOutput& out) override {
         const double t0 = thread_cpu_us();
         inner_.forward(b, o, out);
@@ -141,7 +150,7 @@ public:
     double forward_us = 0;
 
 private:
-    FakeModel& inner_;
+    msa::ModelExecutor& inner_;
 };
 
 struct EngineRun {
@@ -215,6 +224,101 @@ EngineRun engine_steady_state(int concurrency, int vocab, int total_requests) {
     return r;
 }
 
+// The engine over the real CPU model (a tiny random MiniMax-M3 checkpoint: 3 layers, hidden 128, MSA and MoE
+// layers, NVFP4 KV) against the model's own single-sequence greedy loop, on one thread so that CPU time is exact:
+// `requests` requests of `prompt_len` + `new_tokens` tokens, one after another directly, all at once through the
+// engine. Returns {direct us/token, engine us/token, engine us/step outside forward(), steps, same tokens}.
+struct CpuModelRun {
+    double direct_us_per_token = 0, engine_us_per_token = 0, engine_overhead_us_per_step = 0;
+    double engine_forward_us_per_step = 0;
+    std::int64_t steps = 0;
+    bool same_tokens = false;
+};
+
+CpuModelRun cpu_model_engine_vs_direct(int requests, int prompt_len, int new_tokens) {
+    namespace fs = std::filesystem;
+    msa::set_num_threads(1);
+    const fs::path dir = fs::temp_directory_path() / fmt::format("msa_engine_bench_model_{}", ::getpid());
+    msa::test::TinyConfig tc;
+    tc.vocab = 2048;
+    msa::RandomCheckpointSpec spec;
+    spec.config_json = msa::test::tiny_config_json(tc);
+    msa::write_random_checkpoint(dir, spec);
+    std::vector<std::vector<std::int32_t>> prompts;
+    for (int i = 0; i < requests; ++i) prompts.push_back(prompt_tokens(prompt_len, i + 1, tc.vocab));
+    CpuModelRun r;
+
+    // Direct: one sequence at a time on pages 0.., prefill then one token per step.
+    std::vector<std::vector<std::int32_t>> direct_out;
+    {
+        msa::ModelOptions o;
+        o.num_kv_pages = (prompt_len + new_tokens) / 128 + 1;
+        auto model = msa::MiniMaxM3Model::load(dir.string(), o);
+        std::vector<std::int32_t> pages(static_cast<std::size_t>(o.num_kv_pages));
+        std::iota(pages.begin(), pages.end(), 0);
+        const double t0 = thread_cpu_us();
+        for (const auto& p : prompts) {
+            std::vector<std::int32_t> seq = p, out;
+            std::int32_t past = 0;
+            msa::ForwardOutput fo;
+            while (static_cast<int>(out.size()) < new_tokens) {
+                msa::ForwardBatch b;
+                msa::SequenceStep s;
+                s.tokens = std::span<const std::int32_t>(seq.data() + past, seq.size() - past);
+                s.past_len = past;
+                s.pages = pages;
+                s.num_logits = 1;
+                b.seqs.push_back(s);
+                model->forward(b, {}, fo);
+                past = static_cast<std::int32_t>(seq.size());
+                out.push_back(static_cast<std::int32_t>(std::max_element(fo.logits.begin(), fo.logits.end()) -
+                                                        fo.logits.begin()));
+                seq.push_back(out.back());
+            }
+            direct_out.push_back(out);
+        }
+        r.direct_us_per_token = (thread_cpu_us() - t0) / (requests * new_tokens);
+    }
+
+    // Engine: every request submitted at once.
+    {
+        msa::CpuModelExecutorOptions o;
+        o.num_kv_pages = requests * ((prompt_len + new_tokens) / 128 + 1) + 8;
+        o.threads = 1;
+        auto inner = msa::load_cpu_model_executor(dir, o);
+        TimedModel model(*inner);
+        msa::EngineConfig cfg;
+        cfg.scheduler.max_num_batched_tokens = 2048;
+        msa::Engine engine(cfg, model);
+        std::vector<std::shared_ptr<msa::RequestHandle>> handles;
+        const double cpu0 = process_cpu_us();
+        for (const auto& p : prompts) {
+            msa::GenerateRequest req;
+            req.prompt = p;
+            req.params.temperature = 0.0f;
+            req.params.ignore_eos = true;
+            req.params.max_tokens = new_tokens;
+            handles.push_back(engine.submit(std::move(req)));
+        }
+        std::vector<std::vector<std::int32_t>> engine_out;
+        for (auto& h : handles) {
+            std::vector<std::int32_t> out;
+            while (auto ev = h->next())
+                for (const auto& d : ev->samples) out.insert(out.end(), d.token_ids.begin(), d.token_ids.end());
+            engine_out.push_back(out);
+        }
+        const double cpu_us = process_cpu_us() - cpu0;
+        r.steps = engine.stats().num_steps;
+        engine.shutdown();
+        r.engine_us_per_token = cpu_us / (requests * new_tokens);
+        r.engine_forward_us_per_step = model.forward_us / static_cast<double>(r.steps);
+        r.engine_overhead_us_per_step = (cpu_us - model.forward_us) / static_cast<double>(r.steps);
+        r.same_tokens = engine_out == direct_out;
+    }
+    fs::remove_all(dir);
+    return r;
+}
+
 struct SamplingCase {
     const char* name;
     float temperature;
@@ -269,7 +373,7 @@ int main(int argc, char** argv) {
     std::string out_path, only;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--out" && i + 1 < argc) out_path = argv[++i];
-        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, sample, hash
+        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, cpu_model, sample, hash
     }
     auto wanted = [&](const char* section) { return only.empty() || only == section; };
     const std::string date = run_command("date -u +%Y-%m-%d");
@@ -319,6 +423,23 @@ int main(int argc, char** argv) {
         add("engine_overhead_per_token_256",
             e.overhead_us * static_cast<double>(e.steps) / static_cast<double>(e.tokens), "us/token", engine_note);
         add("engine_fake_model_forward_256", e.forward_us, "us/step", engine_note);
+    }
+
+    if (wanted("cpu_model")) {
+        const int requests = 32, prompt_len = 256, new_tokens = 64;
+        const CpuModelRun c = cpu_model_engine_vs_direct(requests, prompt_len, new_tokens);
+        const nlohmann::json note = {
+            {"note", fmt::format("tiny random MiniMax-M3 (3 layers, hidden 128, 2 MSA + 2 MoE layers, vocabulary 2048, "
+                                 "NVFP4 KV), {} requests of {} prompt + {} greedy tokens, one CPU thread; direct: "
+                                 "the model's own loop one sequence at a time; engine: all requests at once",
+                                 requests, prompt_len, new_tokens)},
+            {"engine_steps", c.steps},
+            {"engine_tokens_equal_direct", c.same_tokens}};
+        add("cpu_model_direct_loop", c.direct_us_per_token, "us/token", note);
+        add("cpu_model_engine_batched", c.engine_us_per_token, "us/token", note);
+        add("cpu_model_engine_forward_per_step", c.engine_forward_us_per_step, "us/step", note);
+        add("cpu_model_engine_overhead_per_step", c.engine_overhead_us_per_step, "us/step", note);
+        if (!c.same_tokens) std::cout << "WARNING: the engine's tokens differ from the direct loop's\n";
     }
 
     const int vocab = 200064;

@@ -14,6 +14,8 @@ using CommandBody = std::function<int()>;
 void register_info_command(CLI::App& app, CommandBody& body);
 // `msa generate --model DIR` (generate_command.cpp).
 void register_generate_command(CLI::App& app, CommandBody& body);
+// `msa chat [--model DIR]` (chat_command.cpp).
+void register_chat_command(CLI::App& app, CommandBody& body);
 // `msa score --model DIR` (score_command.cpp).
 void register_score_command(CLI::App& app, CommandBody& body);
 

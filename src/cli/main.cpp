@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     msa::cli::CommandBody body;
     msa::cli::register_info_command(app, body);
     msa::cli::register_generate_command(app, body);
+    msa::cli::register_chat_command(app, body);
     msa::cli::register_score_command(app, body);
 
     try {

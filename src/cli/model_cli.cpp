@@ -13,6 +13,10 @@ namespace msa::cli {
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
     cmd.add_option("--model", flags.model_dir, "model directory (config.json + safetensors)")->required();
+    add_model_option_flags(cmd, flags);
+}
+
+void add_model_option_flags(CLI::App& cmd, ModelFlags& flags) {
     cmd.add_option("--kv-cache-dtype", flags.kv_cache_dtype, "nvfp4, fp8 or bf16 (default: the model config's)");
     cmd.add_option("--numerics", flags.numerics, "attention numerics: exact (FP32) or q8kv4 (MiniMax's quantised)")
         ->capture_default_str();
@@ -26,8 +30,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
     cmd.add_option("--threads", flags.threads, "CPU threads (default: MSA_NUM_THREADS, OMP_NUM_THREADS or all)");
 }
 
-std::unique_ptr<MiniMaxM3Model> load_model(const ModelFlags& flags, std::int64_t max_tokens) {
-    if (flags.threads > 0) set_num_threads(flags.threads);
+ModelOptions model_options(const ModelFlags& flags) {
     ModelOptions o;
     if (!flags.kv_cache_dtype.empty()) {
         o.kv_cache_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
@@ -45,6 +48,12 @@ std::unique_ptr<MiniMaxM3Model> load_model(const ModelFlags& flags, std::int64_t
     o.activations = flags.activations == "int8" ? ActivationMode::int8 : ActivationMode::exact;
     o.dense_attention = flags.dense_attention;
     o.topk_blocks = flags.topk_blocks;
+    return o;
+}
+
+std::unique_ptr<MiniMaxM3Model> load_model(const ModelFlags& flags, std::int64_t max_tokens) {
+    if (flags.threads > 0) set_num_threads(flags.threads);
+    ModelOptions o = model_options(flags);
     o.num_kv_pages = static_cast<std::int32_t>(std::max<std::int64_t>(1, (max_tokens + kKvPageTokens - 1) / kKvPageTokens));
     return MiniMaxM3Model::load(flags.model_dir, o);
 }

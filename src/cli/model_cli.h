@@ -26,6 +26,11 @@ struct ModelFlags {
 };
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
+// The same flags without --model (kv dtype, numerics, top-k mode, activations, dense attention, top-k blocks,
+// threads), for commands that find the model directory themselves.
+void add_model_option_flags(CLI::App& cmd, ModelFlags& flags);
+// The ModelOptions the flags choose (num_kv_pages left at its default); throws msa::Error naming a bad flag.
+ModelOptions model_options(const ModelFlags& flags);
 
 // Loads the model with room for `max_tokens` tokens of one sequence.
 std::unique_ptr<MiniMaxM3Model> load_model(const ModelFlags& flags, std::int64_t max_tokens);

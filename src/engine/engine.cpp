@@ -142,13 +142,21 @@ EngineConfig with_model_defaults(EngineConfig config, const ModelExecutor& model
     SchedulerConfig& s = config.scheduler;
     if (s.num_pages == 0) s.num_pages = model.num_kv_pages();
     if (s.page_size == 0) s.page_size = model.page_size();
-    if (s.max_model_len == 0) s.max_model_len = model.max_model_len();
+    const bool max_len_from_model = s.max_model_len == 0;
+    if (max_len_from_model) s.max_model_len = model.max_model_len();
     MSA_CHECK(s.page_size == model.page_size(), "The engine's KV page size ({}) differs from the model's ({}).",
               s.page_size, model.page_size());
     MSA_CHECK(s.num_pages <= model.num_kv_pages(), "The engine wants {} KV pages but the model allocated only {}.",
               s.num_pages, model.num_kv_pages());
     MSA_CHECK(s.max_model_len <= model.max_model_len(), "max_model_len {} exceeds what the model supports ({}).",
               s.max_model_len, model.max_model_len());
+    // One sequence must fit in the page pool, or it could never finish (it would preempt itself forever).
+    const std::int64_t pool_tokens = static_cast<std::int64_t>(s.num_pages) * s.page_size;
+    if (s.max_model_len > pool_tokens) {
+        MSA_CHECK(max_len_from_model, "max_model_len {} exceeds the {} tokens the KV page pool holds ({} pages).",
+                  s.max_model_len, pool_tokens, s.num_pages);
+        s.max_model_len = static_cast<std::int32_t>(pool_tokens);
+    }
     for (std::int32_t id : config.eos_token_ids) {
         MSA_CHECK(id >= 0 && id < model.vocab_size(), "EOS token id {} is outside the vocabulary [0, {}).", id,
                   model.vocab_size());
