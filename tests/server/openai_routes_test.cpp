@@ -366,23 +366,10 @@ TEST(ChatCompletions, ClientDisconnectCancelsTheSequence) {
     bo.event_delay = 50ms;
     bo.bytes_per_event = 1;
     Harness h(bo, fixed(std::string(2000, 'z')));
-    {
-        const int fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(static_cast<std::uint16_t>(h.server.port()));
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-        const std::string body = chat("x", {{"stream", true}}).dump();
-        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-        ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-        std::string got;
-        char buf[1024];
-        ssize_t n;
-        while (got.find("\"z\"") == std::string::npos && (n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, n);
-        close(fd);
-    }
+    const std::string got =
+        testing::post_then_disconnect(h.server.port(), "/v1/chat/completions", chat("x", {{"stream", true}}).dump(),
+                                      "\"z\"");
+    ASSERT_NE(got.find("\"z\""), std::string::npos) << got;
     for (int i = 0; i < 200 && (h.backend.cancelled() == 0 || h.backend.running() > 0); ++i) {
         std::this_thread::sleep_for(10ms);
     }
