@@ -26,17 +26,9 @@ ApiError api_error_of(const RequestError& e) {
     return invalid_request(e.param(), e.what());
 }
 
+// OpenAI has no "error" finish reason: a failed request ends as "abort" with an error attached.
 const char* server_finish_reason(FinishReason reason) {
-    switch (reason) {
-        case FinishReason::stop:
-            return "stop";
-        case FinishReason::length:
-            return "length";
-        case FinishReason::abort:
-        case FinishReason::error:
-            break;
-    }
-    return "abort";
+    return reason == FinishReason::error ? "abort" : finish_reason_name(reason);
 }
 
 ordered_json message_json(const ChatMessage& m) {
