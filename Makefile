@@ -27,8 +27,23 @@ configure:
 build: setup configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The default model is the first directory under models/ with a config.json (the trained tiny model once it is
+# committed); until then a random-weight model is generated into the build directory and served, with the
+# default model's trained tokenizer when it is already there (else the tiny test tokenizer) and the MiniMax chat
+# template.
+SERVE_MODEL ?= $(firstword $(patsubst %/config.json,%,$(wildcard models/*/config.json)))
+RANDOM_MODEL := $(BUILD)/random-model
+RANDOM_TOKENIZER := $(firstword $(wildcard models/default/tokenizer.json) tests/tokenizer/data/tiny_tokenizer.json)
+
 serve: build
-	$(BUILD)/msa info examples/minimax-m3 $(SERVE_ARGS)
+ifeq ($(SERVE_MODEL),)
+	@test -f $(RANDOM_MODEL)/config.json || $(BUILD)/msa random-model --out $(RANDOM_MODEL) \
+	    --tokenizer $(RANDOM_TOKENIZER) --chat-template tools/chat/templates/minimax_m3.jinja
+	$(BUILD)/msa serve --model $(RANDOM_MODEL) --served-model-name random-minimax-m3 \
+	    --reasoning-parser minimax_m3 --tool-call-parser minimax_m3 --kv-cache-gib 0.25 $(SERVE_ARGS)
+else
+	$(BUILD)/msa serve --model $(SERVE_MODEL) --reasoning-parser minimax_m3 --tool-call-parser minimax_m3 $(SERVE_ARGS)
+endif
 
 # Everything: the release build with all suites, then the unit suites again under ASan+UBSan.
 test: setup-test configure

@@ -18,5 +18,9 @@ void register_generate_command(CLI::App& app, CommandBody& body);
 void register_chat_command(CLI::App& app, CommandBody& body);
 // `msa score --model DIR` (score_command.cpp).
 void register_score_command(CLI::App& app, CommandBody& body);
+// `msa serve [--model DIR]` (serve_command.cpp).
+void register_serve_command(CLI::App& app, CommandBody& body);
+// `msa random-model --out DIR` (random_model_command.cpp).
+void register_random_model_command(CLI::App& app, CommandBody& body);
 
 }  // namespace msa::cli

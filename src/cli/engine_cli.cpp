@@ -57,8 +57,6 @@ SamplingParams sampling_params(const SamplingFlags& f, const GenerationDefaults&
     return p;
 }
 
-namespace {
-
 CpuModelExecutorOptions executor_options(const EngineFlags& f) {
     const ModelOptions m = model_options(f.model);
     CpuModelExecutorOptions o;
@@ -75,8 +73,6 @@ CpuModelExecutorOptions executor_options(const EngineFlags& f) {
     o.max_model_len = f.max_model_len;
     return o;
 }
-
-}  // namespace
 
 std::unique_ptr<LoadedEngine> load_engine(const EngineFlags& f) {
     auto e = std::make_unique<LoadedEngine>();

@@ -40,6 +40,9 @@ void add_sampling_flags(CLI::App& cmd, SamplingFlags& flags, std::int32_t defaul
 SamplingParams sampling_params(const SamplingFlags& flags, const GenerationDefaults& defaults,
                                std::int32_t default_max_tokens);
 
+// The CPU executor options the flags choose; throws msa::Error naming a bad flag.
+CpuModelExecutorOptions executor_options(const EngineFlags& flags);
+
 // The model directory, its weights on the CPU and an engine over them (declared in destruction order).
 struct LoadedEngine {
     ModelBundle bundle;

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
     msa::cli::register_generate_command(app, body);
     msa::cli::register_chat_command(app, body);
     msa::cli::register_score_command(app, body);
+    msa::cli::register_serve_command(app, body);
+    msa::cli::register_random_model_command(app, body);
 
     try {
         app.parse(argc, argv);

@@ -31,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 thread_local Clock::time_point tl_request_start;
 thread_local bool tl_request_started = false;
 thread_local std::string tl_request_id;
+thread_local std::size_t tl_bytes_in = 0;  // request body bytes (read by our content reader, not httplib)
 
 std::string numeric_host(const sockaddr_storage& addr, socklen_t len, int& port) {
     char host[NI_MAXHOST] = {};
@@ -181,6 +182,7 @@ void HttpServer::install_handlers() {
     server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         tl_request_start = Clock::now();
         tl_request_started = true;
+        tl_bytes_in = 0;
         tl_request_id = req.get_header_value("X-Request-Id");
         if (tl_request_id.empty() || tl_request_id.size() > 128) tl_request_id = random_hex(16);
         res.set_header("X-Request-Id", tl_request_id);
@@ -256,7 +258,7 @@ void HttpServer::install_handlers() {
         tl_request_started = false;
         MSA_LOG_INFO("access method={} path={} status={} remote={}:{} duration_ms={:.1f} request_id={} bytes_in={}",
                      req.method, req.path, res.status, req.remote_addr, req.remote_port, ms, tl_request_id,
-                     req.body.size());
+                     tl_bytes_in);
     });
 }
 
@@ -284,6 +286,7 @@ void HttpServer::route(const std::string& method, const std::string& path, HttpH
         try {
             if (body != nullptr && !body->has_value()) throw payload_too_large(options_.max_body_bytes);
             request.body = body != nullptr ? **body : req.body;
+            tl_bytes_in = request.body.size();
             const bool is_protected = std::any_of(options_.protected_prefixes.begin(), options_.protected_prefixes.end(),
                                                   [&](const std::string& p) { return req.path.starts_with(p); });
             if (draining_) {
@@ -396,6 +399,9 @@ void HttpServer::shutdown(std::chrono::milliseconds deadline) {
 void HttpServer::stop() {
     draining_ = true;
     cancelling_ = true;
+    // httplib's stop() does nothing when its accept loop has not started yet, which then runs forever; shutting
+    // the listener down makes that loop end at once whenever it starts.
+    if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
     server_->stop();
 }
 

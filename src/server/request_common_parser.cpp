@@ -183,6 +183,7 @@ constexpr Unimplemented kUnimplemented[] = {
     {"return_tokens_as_token_ids", "return_tokens_as_token_ids is not supported"},
     {"repetition_detection", "repetition detection is not supported"},
     {"kv_transfer_params", "KV transfer is not supported"},
+    {"store", "stored completions are not supported"},
     {"echo", "echo is only supported on /v1/completions", true},
     {"suffix", "suffix (fill-in-the-middle) is not supported", false, true},
 };

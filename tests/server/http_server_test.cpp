@@ -332,61 +332,67 @@ TEST(HttpServer, SecondServerOnTheSamePortFailsToBind) {
     EXPECT_THROW(second.bind(), std::exception);
 }
 
-TEST(HttpServer, GracefulShutdownFinishesInFlightStreams) {
-    auto stream = std::make_shared<CountingStream>(25);  // about half a second
-    HttpServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.access_log = false;
-    options.keep_alive_timeout_s = 1;
-    HttpServer server(options);
-    server.get("/stream", [&](const HttpRequest&, const ClientConnection&) { return HttpResponse::event_stream(stream); });
-    server.bind();
-    std::thread runner([&] { server.run(); });
-    std::string received;
-    std::thread client([&] {
-        httplib::Client c("127.0.0.1", server.port());
-        c.Get("/stream", [&](const char* data, std::size_t n) {
-            received.append(data, n);
-            return true;
+// A server with one streaming route and a client reading from it, for the shutdown tests.
+struct StreamingClientAndServer {
+    explicit StreamingClientAndServer(std::shared_ptr<CountingStream> s) : stream(std::move(s)), server(options()) {
+        server.get("/stream", [this](const HttpRequest&, const ClientConnection&) {
+            return HttpResponse::event_stream(stream);
         });
-    });
-    while (received.empty()) std::this_thread::sleep_for(5ms);
-    server.shutdown(10s);
+        server.bind();
+        runner = std::thread([this] { server.run(); });
+        client = std::thread([this] {
+            httplib::Client c("127.0.0.1", server.port());
+            c.Get("/stream", [this](const char* data, std::size_t n) {
+                std::lock_guard lock(mutex);
+                received.append(data, n);
+                return true;
+            });
+        });
+        while (text().empty()) std::this_thread::sleep_for(5ms);
+    }
+    static HttpServerOptions options() {
+        HttpServerOptions o;
+        o.host = "127.0.0.1";
+        o.port = 0;
+        o.access_log = false;
+        o.keep_alive_timeout_s = 1;
+        return o;
+    }
+    std::string text() {
+        std::lock_guard lock(mutex);
+        return received;
+    }
+    void join() {
+        client.join();
+        runner.join();
+    }
+
+    std::shared_ptr<CountingStream> stream;
+    HttpServer server;
+    std::thread runner;
+    std::thread client;
+    std::mutex mutex;
+    std::string received;
+};
+
+TEST(HttpServer, GracefulShutdownFinishesInFlightStreams) {
+    StreamingClientAndServer t(std::make_shared<CountingStream>(25));  // about half a second
+    t.server.shutdown(10s);
     // No new connections once draining.
-    EXPECT_EQ(raw_exchange(server.port(), "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n").find("data: 0"), std::string::npos);
-    client.join();
-    runner.join();
-    EXPECT_NE(received.find("data: 24\n\n"), std::string::npos) << received;
-    EXPECT_FALSE(stream->saw_cancel);
+    EXPECT_EQ(raw_exchange(t.server.port(), "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n").find("data: 0"),
+              std::string::npos);
+    t.join();
+    EXPECT_NE(t.text().find("data: 24\n\n"), std::string::npos) << t.text();
+    EXPECT_FALSE(t.stream->saw_cancel);
 }
 
 TEST(HttpServer, ShutdownDeadlineCancelsInFlightStreams) {
-    auto stream = std::make_shared<CountingStream>(-1);  // never ends by itself
-    HttpServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.access_log = false;
-    options.keep_alive_timeout_s = 1;
-    HttpServer server(options);
-    server.get("/stream", [&](const HttpRequest&, const ClientConnection&) { return HttpResponse::event_stream(stream); });
-    server.bind();
-    std::thread runner([&] { server.run(); });
-    std::string received;
-    std::thread client([&] {
-        httplib::Client c("127.0.0.1", server.port());
-        c.Get("/stream", [&](const char* data, std::size_t n) {
-            received.append(data, n);
-            return true;
-        });
-    });
-    while (received.empty()) std::this_thread::sleep_for(5ms);
-    server.shutdown(200ms);
-    client.join();
-    runner.join();
-    EXPECT_TRUE(stream->saw_cancel);
-    EXPECT_NE(received.find("data: cancelled"), std::string::npos);
-    EXPECT_EQ(server.in_flight(), 0u);
+    StreamingClientAndServer t(std::make_shared<CountingStream>(-1));  // never ends by itself
+    t.server.shutdown(200ms);
+    t.join();
+    EXPECT_TRUE(t.stream->saw_cancel);
+    EXPECT_NE(t.text().find("data: cancelled"), std::string::npos);
+    EXPECT_EQ(t.server.in_flight(), 0u);
 }
 
 TEST(SignalWatcher, RunsTheCallbackOnSigterm) {

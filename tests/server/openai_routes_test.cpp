@@ -1,6 +1,7 @@
 #include "server/openai_routes.h"
 
 #include "fake_backend.h"
+#include "sse_frames.h"
 #include "test_server.h"
 
 #include <gtest/gtest.h>
@@ -16,38 +17,11 @@ namespace {
 using nlohmann::json;
 using testing::FakeBackend;
 using testing::RunningServer;
+using testing::parse_sse;
+using testing::Sse;
 using namespace std::chrono_literals;
 
 const std::string kNs = "]<]minimax[>[";
-
-struct Sse {
-    std::vector<json> events;
-    int pings = 0;
-    bool done_last = false;  // [DONE] was the last frame
-    std::string raw;
-};
-
-Sse parse_sse(const std::string& body) {
-    Sse out;
-    out.raw = body;
-    std::size_t start = 0;
-    while (start < body.size()) {
-        const auto end = body.find("\n\n", start);
-        const std::string frame = body.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start = end == std::string::npos ? body.size() : end + 2;
-        out.done_last = false;
-        if (frame.starts_with(":")) {
-            ++out.pings;
-        } else if (frame == "data: [DONE]") {
-            out.done_last = true;
-        } else {
-            EXPECT_TRUE(frame.starts_with("data: ")) << frame;
-            out.events.push_back(json::parse(frame.substr(6), nullptr, false));
-            EXPECT_FALSE(out.events.back().is_discarded()) << frame;
-        }
-    }
-    return out;
-}
 
 // The server under test: OpenAIRoutes over a FakeBackend.
 class Harness {
@@ -392,23 +366,10 @@ TEST(ChatCompletions, ClientDisconnectCancelsTheSequence) {
     bo.event_delay = 50ms;
     bo.bytes_per_event = 1;
     Harness h(bo, fixed(std::string(2000, 'z')));
-    {
-        const int fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(static_cast<std::uint16_t>(h.server.port()));
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-        const std::string body = chat("x", {{"stream", true}}).dump();
-        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-        ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-        std::string got;
-        char buf[1024];
-        ssize_t n;
-        while (got.find("\"z\"") == std::string::npos && (n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, n);
-        close(fd);
-    }
+    const std::string got =
+        testing::post_then_disconnect(h.server.port(), "/v1/chat/completions", chat("x", {{"stream", true}}).dump(),
+                                      "\"z\"");
+    ASSERT_NE(got.find("\"z\""), std::string::npos) << got;
     for (int i = 0; i < 200 && (h.backend.cancelled() == 0 || h.backend.running() > 0); ++i) {
         std::this_thread::sleep_for(10ms);
     }

@@ -5,6 +5,11 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <functional>
 #include <memory>
 #include <thread>
@@ -40,5 +45,28 @@ private:
     std::unique_ptr<HttpServer> server_;
     std::thread thread_;
 };
+
+// Posts `body` to `path` over a raw socket, reads the response until `until` appears in it (or the server closes),
+// then closes the connection: a client that goes away mid-stream. Returns what was read.
+inline std::string post_then_disconnect(int port, const std::string& path, const std::string& body,
+                                        const std::string& until) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string got;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+            char buf[1024];
+            ssize_t n;
+            while (got.find(until) == std::string::npos && (n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, n);
+        }
+    }
+    close(fd);
+    return got;
+}
 
 }  // namespace msa::server::testing
