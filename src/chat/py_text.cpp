@@ -1,6 +1,7 @@
 #include "chat/py_text.h"
 
 #include "core/error.h"
+#include "core/utf8_append.h"
 
 #include <utf8proc.h>
 
@@ -106,21 +107,7 @@ std::u32string decode(std::string_view s) {
 }
 
 void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    msa::append_utf8(out, cp);
 }
 
 std::string encode(std::u32string_view s) {
@@ -491,9 +478,7 @@ std::string strip(std::string_view s, const std::optional<std::string>& chars, S
     if (chars) {
         set = decode(*chars);
     }
-    auto strippable = [&](char32_t c) {
-        return chars ? set.find(c) != std::u32string::npos : is_space(c);
-    };
+    auto strippable = [&](char32_t c) { return chars ? set.find(c) != std::u32string::npos : is_space(c); };
     std::size_t begin = 0;
     std::size_t end = s.size();
     if (side != StripSide::kRight) {
