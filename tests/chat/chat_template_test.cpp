@@ -243,6 +243,25 @@ TEST(MiniMaxM3Template, ToolCallsUseTheNamespacedFormatOfTheApiSpec) {
     EXPECT_EQ(prompt.rfind("]~!b[", 0), 0u);
 }
 
+TEST(MiniMaxM3Template, LongAgentConversationsStayWithinTheRenderLimits) {
+    // 3,000 tool rounds (about 1.7 MB of prompt): the default step budget, which charges copied bytes, must not stop
+    // a long but ordinary conversation.
+    ChatRequest r = weather_call();
+    const ojson round = r.messages;
+    for (int i = 0; i < 2999; ++i) {
+        for (const auto& m : round) {
+            ojson copy = m;
+            if (copy.value("role", std::string()) == std::string("tool")) {
+                copy["content"] = std::string(400, 'x') + " result " + std::to_string(i);
+            }
+            r.messages.push_back(copy);
+        }
+    }
+    const std::string prompt = minimax("minimax_m3").render(r);
+    EXPECT_GT(prompt.size(), 1'200'000u);
+    EXPECT_NE(prompt.find(" result 2998"), std::string::npos);
+}
+
 TEST(MiniMaxM3Template, ThinkingModes) {
     const auto t = minimax("minimax_m3");
     auto prompt_for = [&](const char* mode) {
