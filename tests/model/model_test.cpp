@@ -16,6 +16,9 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <string>
+
+#include <unistd.h>
 
 namespace msa {
 namespace {
@@ -24,7 +27,8 @@ namespace fs = std::filesystem;
 
 fs::path make_checkpoint(const std::string& name, const test::TinyConfig& cfg, LinearFormat attn, LinearFormat mlp,
                          LinearFormat experts) {
-    const fs::path dir = fs::temp_directory_path() / ("msa_model_test_" + name);
+    // One directory per process: ctest runs the tests of this file as parallel processes that share names.
+    const fs::path dir = fs::temp_directory_path() / ("msa_model_test_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     RandomCheckpointSpec spec;
     spec.config_json = test::tiny_config_json(cfg);
@@ -65,13 +69,15 @@ std::vector<std::int32_t> iota_pages(int first, int n) {
     return p;
 }
 
-bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_bits(const float* a, const float* b, std::size_t n) {
+    return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
 
 class ModelTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        dir_ = new fs::path(make_checkpoint("mix", test::TinyConfig{}, LinearFormat::bf16, LinearFormat::bf16,
-                                            LinearFormat::bf16));
+        dir_ = new fs::path(
+            make_checkpoint("mix", test::TinyConfig{}, LinearFormat::bf16, LinearFormat::bf16, LinearFormat::bf16));
     }
     static void TearDownTestSuite() {
         fs::remove_all(*dir_);
@@ -234,7 +240,7 @@ TEST_F(ModelTest, MalformedBatchesGiveClearErrors) {
         }
     };
     expect_error({bad_token, 0, pages, 1}, "token id 999");
-    expect_error({tokens, 127, pages, 1}, "pages");                    // 130 tokens need 2 pages
+    expect_error({tokens, 127, pages, 1}, "pages");  // 130 tokens need 2 pages
     expect_error({tokens, 0, std::vector<std::int32_t>{24}, 1}, "KV page 24");
     expect_error({tokens, 0, pages, 4}, "logits");
     expect_error({tokens, -1, pages, 1}, "negative");
