@@ -17,3 +17,23 @@ function(msa_add_test name)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
 endfunction()
+
+# Registers every tools/<tool>/tests/test_*.py as one ctest entry `<tool>_<file>`, run with Debian's python3 (numpy,
+# torch, pytest from apt). Label "parity": release build only (Python, nothing the sanitizers would see).
+function(msa_add_python_tests tool)
+  find_program(MSA_DEBIAN_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(NOT MSA_DEBIAN_PYTHON3)
+    message(STATUS "${tool}: /usr/bin/python3 not found, its Python tests are not registered")
+    return()
+  endif()
+  set(_dir ${PROJECT_SOURCE_DIR}/tools/${tool})
+  file(GLOB _tests CONFIGURE_DEPENDS ${_dir}/tests/test_*.py)
+  foreach(_t ${_tests})
+    get_filename_component(_name ${_t} NAME_WE)
+    add_test(NAME ${tool}_${_name}
+             COMMAND ${MSA_DEBIAN_PYTHON3} -m pytest -q -p no:cacheprovider ${_t}
+             WORKING_DIRECTORY ${_dir})
+    set_tests_properties(${tool}_${_name} PROPERTIES LABELS parity TIMEOUT 1800
+                         ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+  endforeach()
+endfunction()
