@@ -1,8 +1,10 @@
 // MSA decode benchmark (workloads.md sections 1 and 3): CUDA graph of 120 calls, 5 warm-up replays, 20 timed
 // replays, median per call, inputs rotated so the working set exceeds 120 MiB. Prints one JSON object.
-// Usage: msa_cuda_decode_bench [quick|full|case B L q_len]   (default full: low-latency, vLLM comparison and the
-// 28-case decode suite). Environment: MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off
-// programmatic dependent launch. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// Usage: msa_cuda_decode_bench [quick|full|case B L q_len|sel B:L:q,B:L:q,...]   (default full: low-latency, vLLM
+// comparison and the 28-case decode suite; sel: the listed cases with the full timing protocol). Environment:
+// MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off programmatic dependent launch,
+// MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
+// msa_decode.h; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -31,6 +33,12 @@ static MsaDecodeOptions env_options() {
     if (is("MSA_IDX", "simt")) o.indexer = MsaImpl::kSimt;
     if (is("MSA_ATTN", "simt")) o.attention = MsaImpl::kSimt;
     if (is("MSA_NO_PDL", "1")) o.pdl = false;
+    auto num = [](const char* k) { const char* e = std::getenv(k); return e ? std::atoi(e) : 0; };
+    o.attn_cluster = num("MSA_CLUSTER");
+    o.prefetch = num("MSA_PREFETCH");
+    o.attn_splits = num("MSA_SPLITS");
+    o.idx_parts = num("MSA_IDX_PARTS");
+    o.idx_pages_per_warp = num("MSA_IDX_PPW");
     return o;
 }
 static int g_warm = 5, g_reps = 20;
@@ -99,9 +107,10 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_items_per_cta\":%d,\"idx_parts\":%d}\n",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"tag\":\"%s\"}\n",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
-                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts);
+                floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts,
+                int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), std::getenv("MSA_TAG") ? std::getenv("MSA_TAG") : "");
     first = false;
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));
@@ -116,6 +125,19 @@ int main(int argc, char** argv) {
         bool first = true;
         std::printf("[\n");
         run("case", std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), 4.3e12, first);
+        std::printf("]\n");
+        return 0;
+    }
+    if (std::strcmp(mode, "sel") == 0 && argc == 3) {  // sel B:L:q,...: listed cases, full protocol, copy bw 4.25 TB/s
+        bool first = true;
+        std::printf("[\n");
+        for (const char* c = argv[2]; *c;) {
+            int B = 0, L = 0, q = 0, n = 0;
+            if (std::sscanf(c, "%d:%d:%d%n", &B, &L, &q, &n) != 3) break;
+            run("sel", B, L, q, 4.25e12, first);
+            c += n;
+            if (*c == ',') ++c;
+        }
         std::printf("]\n");
         return 0;
     }

@@ -1,7 +1,7 @@
 // Correctness of the CUDA MSA decode path against a plain-loop CPU oracle written from msa.md / formats.md.
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
-// Every case runs four option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
-// and the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
+// Every case runs six option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
+// the workspace split merge without L2 prefetch, the cluster (DSMEM) split merge with 5 splits, and the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
 // tensor-core path rounds P to FP16: observed max error 4.9e-4). --small: the two cases compute-sanitizer runs.
@@ -138,8 +138,12 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.idx_parts = 1; forced.pdl = false;
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
+    MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1;
+    MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 5;
     const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl", forced}, {"mma splits=1 parts=2", single},
+                                {"mma workspace merge, no prefetch", global}, {"mma cluster splits=5 prefetch", clus},
                                 {"simt", simt}};
+    std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {
     const int vfails0 = g_fail;
     auto plan = make_decode_plan(geo, B, q_len, max_blocks, var.opt);
@@ -159,6 +163,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
         }
         out.swap(o2); top.swap(t2);
     }
+    if (&var == &variants[0]) auto_out = out;
+    if (&var == &variants[3])
+        EXPECT(std::memcmp(out.data(), auto_out.data(), nout * 4) == 0, "%s: differs from the auto variant (cluster merge)",
+               var.name);
     double max_err = 0;
     for (int s = 0; s < B; ++s) for (int qi = 0; qi < q_len; ++qi) {
         const int pos = lens[s] - q_len + qi;
@@ -242,8 +250,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
             }
         }
     }
-    std::printf("  decode [%s]: splits=%d items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n", var.name,
-                plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
+    std::printf("  decode [%s]: splits=%d cluster=%d prefetch=%d items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n",
+                var.name, plan.attn_splits, int(plan.attn_cluster), int(plan.prefetch), plan.idx_items_per_cta,
+                plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
     CK(cudaFree(ws));
     }
     std::printf("  case %s\n", g_fail == fails0 ? "PASS" : "FAIL");

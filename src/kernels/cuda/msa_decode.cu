@@ -12,6 +12,7 @@
 #include "msa_device.cuh"
 
 #include <algorithm>
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <math_constants.h>
 
@@ -19,6 +20,7 @@ namespace msa::cuda {
 namespace {
 
 constexpr int kWarps = 4;                        // both kernels: 128 threads
+namespace cg = cooperative_groups;
 using namespace detail;  // device helpers of msa_device.cuh
 
 // Shared-memory image of R token rows of a page (R = 128, or a part of a page): the R x 64-byte nibble rows with
@@ -64,9 +66,21 @@ __device__ __forceinline__ void query_pairs(uint2 u, std::uint32_t (&p)[4]) {
 struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
     float* scores; int* sel_pages; int* topk_out; unsigned* counters;
+    const std::uint8_t* k_cache; const std::uint8_t* v_cache;  // only for the L2 prefetch of the selected pages
     int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts;
+    bool prefetch;
     Mul mul;
 };
+
+// Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
+__device__ __forceinline__ void prefetch_page_kv(const IdxParams& p, int page) {
+    if (!p.prefetch || page < 0) return;
+    for (int h = 0; h < p.nkv; ++h) {
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
+        prefetch_l2_bulk(p.k_cache + rec, kPageHeadBytes);
+        prefetch_l2_bulk(p.v_cache + rec, kPageHeadBytes);
+    }
+}
 
 // Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
 // each) of query fragments bf (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension, index
@@ -163,8 +177,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     const int local = pos / kBlock;
     if (local + 1 <= p.topk) {
         for (int i = lane; i < p.topk; i += 32) {
+            const int pg = i <= local ? pt[i] : -1;
             out[i] = i <= local ? i : -1;
-            pages[i] = i <= local ? pt[i] : -1;
+            pages[i] = pg;
+            prefetch_page_kv(p, pg);
         }
         return;
     }
@@ -208,8 +224,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     if (lane < p.topk) {  // all page-table lookups in parallel
+        const int pg = pt[mine];
         out[lane] = mine;
-        pages[lane] = pt[mine];
+        pages[lane] = pg;
+        prefetch_page_kv(p, pg);
     }
 }
 
@@ -222,22 +240,29 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last;
     const int s = blockIdx.y, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
+    // nothing is read before it has completed (a no-op without PDL).
+    pdl_wait();
+    const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
+    const int it_begin = blockIdx.x * p.items_per_cta;
+    int it = it_begin + warp;
+    // The first item's page-table entry is loaded together with the sequence length (the row has max_blocks
+    // entries, so the load is in bounds; the value is used only if the item exists).
+    const int first_page = it / p.parts < p.max_blocks ? pt[it / p.parts] : 0;
     const int kv_len = p.seq_lens[s];
     const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
-    const int it_begin = blockIdx.x * p.items_per_cta;
     const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
     const int R = kBlock / p.parts;  // token rows per work item
     const int stage = R * 72;  // bytes of one work item's image
     unsigned char* wbuf = smem + warp * 2 * stage;
     uint2* bfr = reinterpret_cast<uint2*>(smem + kWarps * 2 * stage);
-    const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
-    auto copy_item = [&](unsigned char* dst, int it) {
-        const int b = it / p.parts, part = it - b * p.parts;
-        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes, part * R, R, lane, 32);
+    auto copy_item_page = [&](unsigned char* dst, int item, int page) {
+        const int part = item - (item / p.parts) * p.parts;
+        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
+    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item / p.parts]); };
     if (it_begin < it_end) {
-        int it = it_begin + warp;
-        if (it < it_end) copy_item(wbuf, it);
+        if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
         // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
         const int passes = (p.nt_total + NT - 1) / NT;
@@ -420,7 +445,10 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 
 // CTA = (query, kv head, split): the split's selected pages stream through a two-stage cp.async buffer; each warp
 // owns a 32-token slice of every page. Warps merge through shared memory; with several splits the partial results
-// (normalised O and base-2 LSE) go to the workspace and the last CTA of the (query, kv head) merges them.
+// (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
+// (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
+// merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
+template <bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     __shared__ __align__(128) unsigned char sm[2 * kAttnStage];
     __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
@@ -428,6 +456,8 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
+    pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
+    const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
     {
         const std::uint8_t* qb = p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
@@ -447,7 +477,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
             }
     }
     pdl_wait();  // top-k rows come from the indexer launched just before
-    const int pos = p.seq_lens[s] - p.q_len + qi;
+    const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
     if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
         int blk = -1, pg = -1;
@@ -521,7 +551,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         s_lse[0][tid] = L > 0.f ? M * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
     }
     __syncthreads();
-    const float* slabs = reinterpret_cast<const float*>(sm);
+    float* slabs = reinterpret_cast<float*>(sm);
     const int dim = tid;
     for (int head = 0; head < p.G; ++head) {
         float acc = 0.f;
@@ -531,10 +561,47 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
         if (p.splits == 1)
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
+        else if (kCluster)
+            slabs[slab_idx(head, dim)] = val;  // in place in warp 0's slab: only this thread reads/writes the element
         else
             p.part_o[((unit * p.splits + split) * 16 + head) * kHeadDim + dim] = val;
     }
-    if (p.splits == 1) return;
+    if (p.splits == 1) return;  // uniform over the grid (and then the launch has no cluster)
+    if constexpr (kCluster) {
+        // Partials: slab 0 (O) and s_lse[0] (base-2 LSE) of every CTA of the cluster; rank == split.
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
+        for (int head = split; head < p.G; head += p.splits) {
+            float lse[16], v[16];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {  // all remote loads issued together
+                if (j < p.splits) {
+                    lse[j] = *cluster.map_shared_rank(&s_lse[0][head], j);
+                    v[j] = *cluster.map_shared_rank(slabs + slab_idx(head, dim), j);
+                }
+            }
+            // Same weights and summation order as the workspace merge below (bit-identical results).
+            float mxl = -CUDART_INF_F;
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) mxl = fmaxf(mxl, lse[j]);
+            float den = 0.f;
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) den += (mxl == -CUDART_INF_F || lse[j] == -CUDART_INF_F) ? 0.f : exp2f(lse[j] - mxl);
+            float acc = 0.f;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                if (j < p.splits) {
+                    const float w = (den > 0.f && lse[j] != -CUDART_INF_F) ? exp2f(lse[j] - mxl) / den : 0.f;
+                    acc = fmaf(w, v[j], acc);
+                }
+            }
+            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = acc;
+        }
+        cluster.sync();  // no CTA leaves while another still reads its shared memory
+        return;
+    }
     if (tid < 16) p.part_lse[(unit * p.splits + split) * 16 + tid] = s_lse[0][tid];
     __threadfence();
     __syncthreads();
@@ -623,6 +690,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                      : static_cast<int>(std::clamp<long long>((4LL * sms + units - 1) / units, 1, geo.topk));
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
+    // L2 prefetch of the selected pages: on when they are a small part of the 50 MB L2 (<= 9.4 MB).
+    p.prefetch = opt.prefetch == 2 || (opt.prefetch == 0 && units <= 32);
     auto align = [](std::size_t x) { return (x + 255) & ~std::size_t(255); };
     const std::size_t u = static_cast<std::size_t>(units);
     const bool simt_attn = opt.attention == MsaImpl::kSimt;
@@ -639,15 +708,39 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
                                  reinterpret_cast<const void*>(index_topk_kernel<2>),
                                  reinterpret_cast<const void*>(index_topk_kernel<4>),
-                                 reinterpret_cast<const void*>(attn_kernel)};
-        for (int i = 0; i < 4; ++i) {
+                                 reinterpret_cast<const void*>(attn_kernel<false>),
+                                 reinterpret_cast<const void*>(attn_kernel<true>)};
+        for (int i = 0; i < 5; ++i) {
             if (i < 3)
                 detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                    static_cast<int>(kIdxSmemMax)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
+        // Clusters of up to 16 CTAs (16 splits) are beyond the portable 8.
+        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true>),
+                                           cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         attrs_set = true;
+    }
+    // Cluster merge: chosen when there are several splits and (auto) the grid is at most about one wave, where the
+    // merge's latency matters; used only if the device can place such a cluster.
+    const bool want_cluster = p.attn_splits > 1 && opt.attention == MsaImpl::kMma &&
+                              (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units * p.attn_splits <= 4LL * sms));
+    if (want_cluster) {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(static_cast<unsigned>(batch * q_len), static_cast<unsigned>(geo.num_kv_heads),
+                           static_cast<unsigned>(p.attn_splits));
+        cfg.blockDim = dim3(kWarps * 32);
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = static_cast<unsigned>(p.attn_splits);
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        p.attn_cluster = cudaOccupancyMaxActiveClusters(&clusters, attn_kernel<true>, &cfg) == cudaSuccess && clusters > 0;
+        (void)cudaGetLastError();  // a refused query leaves no sticky error behind
     }
     return p;
 }
@@ -668,15 +761,23 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const bool mma_idx = p.opt.indexer == MsaImpl::kMma;
     if (mma_idx) {
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
-                           p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
-                           p.idx_parts, kMul};
-        const dim3 grid(p.idx_chunks, p.batch);
+                           a.k_cache, a.v_cache, p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles,
+                           p.idx_items_per_cta, p.idx_parts, p.prefetch, kMul};
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(p.idx_chunks, p.batch);
+        cfg.blockDim = dim3(kWarps * 32);
+        cfg.dynamicSmemBytes = p.idx_smem;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = p.opt.pdl ? 1 : 0;
         switch (p.idx_nt_pass) {
-            case 1: index_topk_kernel<1><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
-            case 2: index_topk_kernel<2><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
-            default: index_topk_kernel<4><<<grid, kWarps * 32, p.idx_smem, stream>>>(ip); break;
+            case 1: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip)); break;
+            case 2: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<2>, ip)); break;
+            default: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4>, ip)); break;
         }
-        detail::check(cudaGetLastError());
     } else {
         detail::launch_simt_indexer(p, a, scores, stream);
     }
@@ -692,12 +793,24 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     cfg.blockDim = dim3(kWarps * 32);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    if (p.opt.pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (p.attn_cluster) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = 1;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = static_cast<unsigned>(p.attn_splits);
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = p.opt.pdl ? 1 : 0;
-    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel, ap));
+    cfg.numAttrs = na;
+    if (p.attn_cluster)
+        detail::check(cudaLaunchKernelEx(&cfg, attn_kernel<true>, ap));
+    else
+        detail::check(cudaLaunchKernelEx(&cfg, attn_kernel<false>, ap));
 }
 
 }  // namespace msa::cuda

@@ -43,10 +43,18 @@ enum class MsaImpl : int { kMma = 0, kSimt = 1 };
 struct MsaDecodeOptions {
     MsaImpl indexer = MsaImpl::kMma;
     MsaImpl attention = MsaImpl::kMma;
-    bool pdl = true;            // programmatic dependent launch of the attention kernel after the indexer
+    bool pdl = true;            // programmatic dependent launch: the attention after the indexer, and the indexer
+                                // after whatever the stream ran before (it waits before reading any input)
     int attn_splits = 0;        // split-KV CTAs per (query, kv head); 0 = chosen from the shape and the SM count
     int idx_pages_per_warp = 0; // indexer work items (pages or page parts) per warp; 0 = chosen from the shape
     int idx_parts = 0;          // 1, 2 or 4 token ranges per index-K page (one per warp); 0 = chosen from the shape
+    // Split-KV merge of the attention: 0 = chosen (a thread-block cluster of the splits merging through distributed
+    // shared memory when the splits fit one cluster, else the workspace + last-CTA merge), 1 = always the workspace
+    // merge, 2 = the cluster merge whenever splits > 1 (falls back when the device cannot run the cluster).
+    int attn_cluster = 0;
+    // L2 prefetch of the selected K/V pages by the indexer's top-k (hides the DRAM latency of the attention's first
+    // loads behind the kernel boundary): 0 = when the selected pages of a call fit well in L2, 1 = off, 2 = on.
+    int prefetch = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -63,6 +71,8 @@ struct MsaDecodePlan {
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
     int attn_splits = 1, attn_pages_per_split = 16;
+    bool attn_cluster = false;  // splits of one (query, kv head) form a cluster and merge through DSMEM
+    bool prefetch = false;      // the top-k prefetches the selected K/V pages into L2
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;

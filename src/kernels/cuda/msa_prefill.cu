@@ -117,10 +117,6 @@ __device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::u
         }
     }
 }
-// Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned source) into L2 by the TMA unit (sm_90).
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
     const std::uint8_t* iq;
