@@ -9,6 +9,8 @@
 #              attention warp (MSA_PF_QPW=2);  pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
+#   dsweep     decode plan options (MSA_CLUSTER, MSA_PREFETCH, MSA_NO_PDL, MSA_IDX_PERSIST, MSA_IDX_PPW, MSA_IDX_PARTS)
+#              on the latency, large and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
 #   sass|ncu   SASS statistics / Nsight Compute of decode;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
@@ -63,8 +65,18 @@ for step in ${STEPS//,/ }; do
     torch)
       PYTHONUNBUFFERED=1 timeout $(lim 140) python3 bench/cuda/torch_compare.py "$R/torch.json" > "$R/torch.log" 2>&1
       echo "torch rc=$?" >> "$R/torch.log"; tail -16 "$R/torch.log";;
+    dsweep)
+      sw() { MSA_TAG=$1 timeout $(lim 60) env "${@:3}" "$BIN/msa_decode_bench" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"; }
+      LAT=1:8192:1,1:32768:1,1:131072:1,8:32768:1; BIG=32:131072:1,64:65536:1,8:524288:1; Q8=32:131072:8,32:32768:8
+      sw new $LAT; sw ws_merge $LAT MSA_CLUSTER=1; sw no_prefetch $LAT MSA_PREFETCH=1; sw no_pdl $LAT MSA_NO_PDL=1
+      sw v4like $LAT MSA_CLUSTER=1 MSA_PREFETCH=1 MSA_IDX_PERSIST=1
+      sw new $BIG; sw grid $BIG MSA_IDX_PERSIST=1; sw ppw2 $BIG MSA_IDX_PPW=2; sw ppw2_grid $BIG MSA_IDX_PPW=2 MSA_IDX_PERSIST=1
+      sw ws_merge $BIG MSA_CLUSTER=1
+      sw new $Q8; sw parts1 $Q8 MSA_IDX_PARTS=1; sw grid $Q8 MSA_IDX_PERSIST=1; sw parts1_grid $Q8 MSA_IDX_PARTS=1 MSA_IDX_PERSIST=1
+      sw splits2 $Q8 MSA_SPLITS=2; sw splits2_clu $Q8 MSA_SPLITS=2 MSA_CLUSTER=2; sw splits4_clu $Q8 MSA_SPLITS=4 MSA_CLUSTER=2
+      python3 bench/cuda/summarize_sweep.py "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1; cat "$R/dsweep.md";;
     test)
-      timeout $(lim 90) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
+      timeout $(lim 150) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
       grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;
     quick|full)
       timeout $(lim 60) "$BIN/msa_decode_bench" $step > "$R/bench.json" 2>> "$R/bench.err"
@@ -76,7 +88,7 @@ for step in ${STEPS//,/ }; do
     sass)
       /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$R/sass.txt" 2>&1;;
     ncu)
-      for c in "32 131072 1" "32 131072 8" "1 32768 1"; do
+      for c in "1 32768 1" "32 131072 1" "32 131072 8"; do
         timeout $(lim 120) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
           --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
           -k regex:"index_topk|attn_kernel" -c 2 "$BIN/msa_decode_bench" case $c
@@ -119,6 +131,11 @@ try:
 except Exception as e:
     print("unreadable:", e)' "$R/pbench2.json")"
   [ -f "$R/pncu2.txt" ] && echo "- ncu pf_attn, 2 queries per warp: $(grep -E 'Duration|L1/TEX Cache' "$R/pncu2.txt" | awk '{printf "%s %s %s; ", $1, $(NF-1), $NF}')"
+  [ -f "$R/dsweep.md" ] && { echo "- decode option sweep (us per layer-step):"; echo; cat "$R/dsweep.md"; echo; }
+  [ -f "$R/ncu.txt" ] && echo "- ncu decode (kernel, duration): $(awk '/index_topk_kernel|attn_kernel/{match($0,/(index_topk|attn)_kernel[^ (]*/); k=substr($0,RSTART,RLENGTH)} /  Duration/{printf "%s %s %s; ", k, $(NF), $(NF-1)}' "$R/ncu.txt" | head -c 900)"
+  for f in memcheck racecheck; do
+    [ -f "$R/$f.log" ] && echo "- decode $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
+  done
   [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z]*_kernel/{match($0,/pf_[a-z]*_kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
   echo
 } >> "$R/summary.md"

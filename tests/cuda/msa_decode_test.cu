@@ -1,7 +1,8 @@
 // Correctness of the CUDA MSA decode path against a plain-loop CPU oracle written from msa.md / formats.md.
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
 // Every case runs six option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
-// the workspace split merge without L2 prefetch, the cluster (DSMEM) split merge with 5 splits, and the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
+// the workspace split merge without L2 prefetch, the cluster (DSMEM) split merge with 6 splits and a persistent
+// indexer of 7 CTAs, and the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
 // tensor-core path rounds P to FP16: observed max error 4.9e-4). --small: the two cases compute-sanitizer runs.
@@ -139,9 +140,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1;
-    MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 5;
+    MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
+    clus.idx_persistent = 2; clus.idx_ctas = 7;  // 7 persistent indexer CTAs: each takes many work units
     const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl", forced}, {"mma splits=1 parts=2", single},
-                                {"mma workspace merge, no prefetch", global}, {"mma cluster splits=5 prefetch", clus},
+                                {"mma workspace merge, no prefetch", global}, {"mma cluster splits=6 prefetch, persistent indexer x7", clus},
                                 {"simt", simt}};
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {
@@ -250,8 +252,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
             }
         }
     }
-    std::printf("  decode [%s]: splits=%d cluster=%d prefetch=%d items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n",
-                var.name, plan.attn_splits, int(plan.attn_cluster), int(plan.prefetch), plan.idx_items_per_cta,
+    std::printf("  decode [%s]: splits=%d cluster=%d prefetch=%d idx_grid=%d%s items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n",
+                var.name, plan.attn_splits, int(plan.attn_cluster), int(plan.prefetch),
+                plan.idx_persistent ? plan.idx_grid : plan.idx_chunks * (int)lens.size(), plan.idx_persistent ? "p" : "",
+                plan.idx_items_per_cta,
                 plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
     CK(cudaFree(ws));
     }

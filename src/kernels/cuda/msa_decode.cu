@@ -67,8 +67,9 @@ struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
     float* scores; int* sel_pages; int* topk_out; unsigned* counters;
     const std::uint8_t* k_cache; const std::uint8_t* v_cache;  // only for the L2 prefetch of the selected pages
-    int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts;
-    bool prefetch;
+    unsigned* work;  // persistent mode: [0] next work unit, [1] CTAs done (both left at zero by the last CTA)
+    int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts, chunks, batch;
+    bool prefetch, persistent;
     Mul mul;
 };
 
@@ -235,16 +236,12 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
 // the keyed top-k for all its rows and leaves the counter at zero again.
+// Work unit (request s, chunk) of the indexer: see index_topk_kernel.
 template <int NT>
-__global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams p) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    __shared__ int s_last;
-    const int s = blockIdx.y, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
-    // nothing is read before it has completed (a no-op without PDL).
-    pdl_wait();
+__device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* smem, int& s_last, int s, int chunk) {
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
-    const int it_begin = blockIdx.x * p.items_per_cta;
+    const int it_begin = chunk * p.items_per_cta;
     int it = it_begin + warp;
     // The first item's page-table entry is loaded together with the sequence length (the row has max_blocks
     // entries, so the load is in bounds; the value is used only if the item exists).
@@ -314,15 +311,45 @@ __global__ void __launch_bounds__(kWarps * 32) index_topk_kernel(const IdxParams
         }
         cp_async_wait<0>();
     }
-    pdl_trigger();
+    if (!p.persistent) pdl_trigger();
     __threadfence();
     __syncthreads();
-    if (tid == 0) s_last = atomicAdd(&p.counters[s], 1u) == gridDim.x - 1;
+    if (tid == 0) s_last = atomicAdd(&p.counters[s], 1u) == static_cast<unsigned>(p.chunks - 1);
     __syncthreads();
     if (!s_last) return;
     __threadfence();
     for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
     if (tid == 0) p.counters[s] = 0;
+}
+
+// Grid: (chunks, batch) CTAs, one work unit each; or (persistent) about one wave of CTAs that take units
+// (request-major, so requests finish and run their top-k early) from a global counter until none is left; the
+// last CTA to finish leaves the counters at zero for the next call.
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : 5) index_topk_kernel(const IdxParams p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ int s_last, s_unit;
+    // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
+    // nothing is read before it has completed (a no-op without PDL).
+    pdl_wait();
+    if (!p.persistent) {
+        index_unit<NT>(p, smem, s_last, blockIdx.y, blockIdx.x);
+        return;
+    }
+    const int total = p.chunks * p.batch;
+    for (;;) {
+        __syncthreads();  // the previous unit is done with the shared memory
+        if (threadIdx.x == 0) s_unit = static_cast<int>(atomicAdd(&p.work[0], 1u));
+        __syncthreads();
+        const int v = s_unit;
+        if (v >= total) break;
+        index_unit<NT>(p, smem, s_last, v / p.chunks, v % p.chunks);
+    }
+    pdl_trigger();
+    if (threadIdx.x == 0 && atomicAdd(&p.work[1], 1u) == gridDim.x - 1) {  // every CTA has taken its last unit
+        p.work[0] = 0;
+        p.work[1] = 0;
+    }
 }
 
 // ---------------------------------------------------------------- sparse attention
@@ -701,7 +728,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.partial_o_off = p.sel_pages_off + align(u * geo.topk * sizeof(int));
     p.partial_lse_off = p.partial_o_off + align(parts * kHeadDim * sizeof(float));
     p.counters_off = p.partial_lse_off + align(parts * sizeof(float));
-    p.total_bytes = p.counters_off + align((static_cast<std::size_t>(batch) + u) * sizeof(unsigned));
+    p.total_bytes = p.counters_off + align((static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
         // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
@@ -721,6 +748,19 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         attrs_set = true;
+    }
+    {  // persistent indexer: about one wave of resident CTAs
+        int per_sm = 0;
+        const void* k = p.idx_nt_pass == 1   ? reinterpret_cast<const void*>(index_topk_kernel<1>)
+                        : p.idx_nt_pass == 2 ? reinterpret_cast<const void*>(index_topk_kernel<2>)
+                                             : reinterpret_cast<const void*>(index_topk_kernel<4>);
+        detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kWarps * 32, p.idx_smem));
+        const long long wave = static_cast<long long>(std::max(per_sm, 1)) * sms;
+        const long long total = static_cast<long long>(p.idx_chunks) * batch;
+        p.idx_persistent = opt.idx_persistent == 2 || (opt.idx_persistent == 0 && total > wave);
+        long long grid = std::min(total, wave);
+        if (opt.idx_ctas > 0) grid = std::min<long long>(grid, opt.idx_ctas);
+        p.idx_grid = static_cast<int>(grid);
     }
     // Cluster merge: chosen when there are several splits and (auto) the grid is at most about one wave, where the
     // merge's latency matters; used only if the device can place such a cluster.
@@ -761,10 +801,11 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const bool mma_idx = p.opt.indexer == MsaImpl::kMma;
     if (mma_idx) {
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
-                           a.k_cache, a.v_cache, p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles,
-                           p.idx_items_per_cta, p.idx_parts, p.prefetch, kMul};
+                           a.k_cache, a.v_cache, counters + p.batch + static_cast<std::size_t>(p.batch) * p.q_len * nkv,
+                           p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
+                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul};
         cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(p.idx_chunks, p.batch);
+        cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
         cfg.dynamicSmemBytes = p.idx_smem;
         cfg.stream = stream;

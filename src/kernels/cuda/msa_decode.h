@@ -55,6 +55,10 @@ struct MsaDecodeOptions {
     // L2 prefetch of the selected K/V pages by the indexer's top-k (hides the DRAM latency of the attention's first
     // loads behind the kernel boundary): 0 = when the selected pages of a call fit well in L2, 1 = off, 2 = on.
     int prefetch = 0;
+    // Indexer grid: 0 = persistent (about one wave of CTAs taking work units from a counter) when the units exceed
+    // one wave, 1 = one CTA per unit, 2 = persistent always. idx_ctas > 0 caps the persistent grid (tests).
+    int idx_persistent = 0;
+    int idx_ctas = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -70,6 +74,8 @@ struct MsaDecodePlan {
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
+    bool idx_persistent = false;
+    int idx_grid = 0;        // persistent CTAs
     int attn_splits = 1, attn_pages_per_split = 16;
     bool attn_cluster = false;  // splits of one (query, kv head) form a cluster and merge through DSMEM
     bool prefetch = false;      // the top-k prefetches the selected K/V pages into L2
