@@ -4,7 +4,8 @@
 // comparison and the 28-case decode suite; sel: the listed cases with the full timing protocol). Environment:
 // MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off programmatic dependent launch,
 // MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
-// msa_decode.h, MSA_IDX_PERSIST (0 auto, 1 off, 2 on) and MSA_IDX_CTAS the indexer grid; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// msa_decode.h, MSA_IDX_PERSIST (0 auto, 1 off, 2 on) and MSA_IDX_CTAS the indexer grid, MSA_READY (0 auto, 1 grid
+// wait, 2 ready flags) how the attention waits for the top-k; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ static MsaDecodeOptions env_options() {
     o.idx_pages_per_warp = num("MSA_IDX_PPW");
     o.idx_persistent = num("MSA_IDX_PERSIST");
     o.idx_ctas = num("MSA_IDX_CTAS");
+    o.attn_ready = num("MSA_READY");
     return o;
 }
 static int g_warm = 5, g_reps = 20;
@@ -109,10 +111,10 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"idx_grid\":%d,\"tag\":\"%s\"}\n",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"idx_grid\":%d,\"tag\":\"%s\"}\n",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
                 floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts,
-                int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl),
+                int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), int(plan.attn_ready),
                 plan.idx_persistent ? plan.idx_grid : -plan.idx_chunks * B, std::getenv("MSA_TAG") ? std::getenv("MSA_TAG") : "");
     first = false;
     std::fflush(stdout);

@@ -1,19 +1,34 @@
 #!/bin/bash
 # Builds the CUDA targets on this machine (nvcc 13.0, no GPU needed; repository CMake, -j2) and stages them for the
-# GPU machine in gpubin/ (ignored by git through the shared info/exclude), with the shared libraries that machine
-# lacks (libfmt, libgomp). Then, on the GPU: run with carry ["gpubin"]: `OUT=$OUT bash bench/cuda/run_gpu.sh`.
+# GPU machine in $DEST (default gpubin/, ignored by git through the shared info/exclude), with the shared libraries
+# that machine lacks (libfmt, libgomp). Then, on the GPU: run with carry ["$DEST"]: `OUT=$OUT BIN=$DEST bash
+# bench/cuda/run_gpu.sh`. With ALT_FLAGS set (e.g. ALT_FLAGS=-DMSA_IDX_MIN_CTAS=5), also builds
+# $DEST/msa_decode_bench_alt: the decode benchmark with the decode kernels compiled with those extra flags (run_gpu.sh
+# steps full_alt / asweep), and records the flags in $DEST/alt_flags.txt.
 set -e
 B=${BUILD:-build-cuda}
+DEST=${DEST:-gpubin}
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMSA_CUDA=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
 cmake --build "$B" -j2 --target msa_cuda_decode_test msa_cuda_prefill_test msa_cuda_decode_bench msa_cuda_prefill_bench
-rm -rf gpubin && mkdir -p gpubin/lib
-cp "$B/tests/cuda/msa_cuda_decode_test" gpubin/msa_decode_test
-cp "$B/tests/cuda/msa_cuda_prefill_test" gpubin/msa_prefill_test
-cp "$B/bench/cuda/msa_cuda_decode_bench" gpubin/msa_decode_bench
-cp "$B/bench/cuda/msa_cuda_prefill_bench" gpubin/msa_prefill_bench
-for lib in $(ldd gpubin/msa_prefill_test | awk '/libfmt|libgomp|libspdlog/ {print $3}'); do cp -L "$lib" gpubin/lib/; done
-git rev-parse HEAD > gpubin/commit.txt
+rm -rf "$DEST" && mkdir -p "$DEST/lib"
+cp "$B/tests/cuda/msa_cuda_decode_test" "$DEST/msa_decode_test"
+cp "$B/tests/cuda/msa_cuda_prefill_test" "$DEST/msa_prefill_test"
+cp "$B/bench/cuda/msa_cuda_decode_bench" "$DEST/msa_decode_bench"
+cp "$B/bench/cuda/msa_cuda_prefill_bench" "$DEST/msa_prefill_bench"
+for lib in $(ldd "$DEST/msa_prefill_test" | awk '/libfmt|libgomp|libspdlog/ {print $3}'); do cp -L "$lib" "$DEST/lib/"; done
+if [ -n "$ALT_FLAGS" ]; then
+  NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+  F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
+  A="$B/alt"; mkdir -p "$A"
+  $NVCC $F $ALT_FLAGS -c src/kernels/cuda/msa_decode.cu -o "$A/msa_decode.o" &
+  $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$A/msa_decode_simt.o"
+  wait
+  $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$A/msa_decode_bench.o"
+  $NVCC $F "$A/msa_decode.o" "$A/msa_decode_simt.o" "$A/msa_decode_bench.o" -o "$DEST/msa_decode_bench_alt"
+  echo "$ALT_FLAGS" > "$DEST/alt_flags.txt"
+fi
+git rev-parse HEAD > "$DEST/commit.txt"
 EXCL="$(git rev-parse --git-common-dir)/info/exclude"
-grep -qx '/gpubin/' "$EXCL" 2>/dev/null || echo '/gpubin/' >> "$EXCL"
-ls -la gpubin gpubin/lib
+grep -qx "/$DEST/" "$EXCL" 2>/dev/null || echo "/$DEST/" >> "$EXCL"
+ls -la "$DEST" "$DEST/lib"

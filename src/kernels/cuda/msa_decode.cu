@@ -62,12 +62,23 @@ __device__ __forceinline__ void query_pairs(uint2 u, std::uint32_t (&p)[4]) {
     p[3] = hmul2(e4m3x2_to_h2(w23 >> 16), kH2x128);
 }
 
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* a) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(unsigned* a, unsigned v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
+}
+
 // ---------------------------------------------------------------- indexer + keyed top-k
 struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
     float* scores; int* sel_pages; int* topk_out; unsigned* counters;
     const std::uint8_t* k_cache; const std::uint8_t* v_cache;  // only for the L2 prefetch of the selected pages
     unsigned* work;  // persistent mode: [0] next work unit, [1] CTAs done (both left at zero by the last CTA)
+    unsigned* ready; // per request: set (release) once its top-k rows are written; null = the attention uses the
+                     // grid dependency (griddepcontrol.wait) instead
     int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts, chunks, batch;
     bool prefetch, persistent;
     Mul mul;
@@ -189,6 +200,9 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
     float v0[16];  // the first 512 blocks stay in registers for the second pass
+    int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
+#pragma unroll
+    for (int k = 0; k < 16; ++k) pt0[k] = lane + 32 * k <= local ? pt[lane + 32 * k] : -1;
     load_scores(sc, 0, n, p.parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
@@ -224,8 +238,14 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         }
     }
     const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
-    if (lane < p.topk) {  // all page-table lookups in parallel
-        const int pg = pt[mine];
+    int pg = -1;  // the pick's page from the registers of lane mine % 32 (blocks < 512), else from the page table
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const int t = __shfl_sync(0xffffffffu, pt0[k], mine & 31);
+        if (k == (mine >> 5)) pg = t;
+    }
+    if (lane < p.topk) {
+        if (mine >= 512) pg = pt[mine];
         out[lane] = mine;
         pages[lane] = pg;
         prefetch_page_kv(p, pg);
@@ -319,14 +339,24 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!s_last) return;
     __threadfence();
     for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
+    if (p.ready) {  // publish the request's rows: every writer fences, then one release store
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) st_release(p.ready + s, 1u);
+    }
     if (tid == 0) p.counters[s] = 0;
 }
 
 // Grid: (chunks, batch) CTAs, one work unit each; or (persistent) about one wave of CTAs that take units
 // (request-major, so requests finish and run their top-k early) from a global counter until none is left; the
 // last CTA to finish leaves the counters at zero for the next call.
+// Register caps: 3 CTAs per SM for the 4-n-tile build (167 registers); MSA_IDX_MIN_CTAS (default 4: 126 registers,
+// no spill) for the 1- and 2-n-tile builds (5 gives 96 registers and a 52-byte spill in the 1-n-tile build).
+#ifndef MSA_IDX_MIN_CTAS
+#define MSA_IDX_MIN_CTAS 4
+#endif
 template <int NT>
-__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : 5) index_topk_kernel(const IdxParams p) {
+__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
     // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
@@ -357,6 +387,7 @@ struct AttnParams {
     const std::uint8_t* q; const std::uint8_t* k_cache; const std::uint8_t* v_cache;
     const int* seq_lens; const int* topk_idx; const int* sel_pages; const int* page_table;
     float* out; float* part_o; float* part_lse; unsigned* counters;
+    unsigned* ready; unsigned* consumed;  // per request (see IdxParams::ready); consumed counts the CTAs that saw it
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
     Mul mul;
 };
@@ -503,15 +534,28 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
                 qf[gp][1][2 + hh] = q4[3];
             }
     }
-    pdl_wait();  // top-k rows come from the indexer launched just before
+    // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
+    // only for this request's top-k, published by the indexer CTA that ran it.
+    if (!p.ready) pdl_wait();
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
     if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
+        if (p.ready) {
+            while (ld_acquire(p.ready + s) == 0u) {
+            }
+            // The last CTA of the request to get here resets the flag for the next call (the next indexer waits for
+            // this grid to complete before it can set it again).
+            if (lane == 0 &&
+                atomicAdd(p.consumed + s, 1u) == static_cast<unsigned>(p.q_len * p.nkv * p.splits - 1)) {
+                p.consumed[s] = 0;
+                p.ready[s] = 0;
+            }
+        }
         int blk = -1, pg = -1;
         const int slot = split * p.pages_per_split + lane;
         if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
-            blk = p.topk_idx[unit * p.topk + slot];
-            if (p.sel_pages) pg = p.sel_pages[unit * p.topk + slot];  // no dependent page-table load
+            blk = __ldcg(p.topk_idx + unit * p.topk + slot);
+            if (p.sel_pages) pg = __ldcg(p.sel_pages + unit * p.topk + slot);  // no dependent page-table load
             else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
         }
         const unsigned valid = __ballot_sync(0xffffffffu, blk >= 0);
@@ -593,7 +637,12 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         else
             p.part_o[((unit * p.splits + split) * 16 + head) * kHeadDim + dim] = val;
     }
-    if (p.splits == 1) return;  // uniform over the grid (and then the launch has no cluster)
+    // With ready flags the CTA never waited for the indexer grid: it waits before it exits, so that this grid
+    // completes after the indexer's (its last CTAs still reset counters; the next kernel waits only for this grid).
+    if (p.splits == 1) {  // uniform over the grid (and then the launch has no cluster)
+        if (p.ready) pdl_wait();
+        return;
+    }
     if constexpr (kCluster) {
         // Partials: slab 0 (O) and s_lse[0] (base-2 LSE) of every CTA of the cluster; rank == split.
         cg::cluster_group cluster = cg::this_cluster();
@@ -627,6 +676,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = acc;
         }
         cluster.sync();  // no CTA leaves while another still reads its shared memory
+        if (p.ready) pdl_wait();
         return;
     }
     if (tid < 16) p.part_lse[(unit * p.splits + split) * 16 + tid] = s_lse[0][tid];
@@ -634,7 +684,10 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
     __syncthreads();
     if (tid == 0) s_last = atomicAdd(&p.counters[unit], 1u) == static_cast<unsigned>(p.splits - 1);
     __syncthreads();
-    if (!s_last) return;
+    if (!s_last) {
+        if (p.ready) pdl_wait();
+        return;
+    }
     __threadfence();
     for (int i = tid; i < p.splits * 16; i += kWarps * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
@@ -669,6 +722,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
         }
     }
     if (tid == 0) p.counters[unit] = 0;
+    if (p.ready) pdl_wait();
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
@@ -728,7 +782,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.partial_o_off = p.sel_pages_off + align(u * geo.topk * sizeof(int));
     p.partial_lse_off = p.partial_o_off + align(parts * kHeadDim * sizeof(float));
     p.counters_off = p.partial_lse_off + align(parts * sizeof(float));
-    p.total_bytes = p.counters_off + align((static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
+    // counters: indexer arrivals [batch], attention arrivals [units], persistent indexer [2], ready flags [batch],
+    // ready consumers [batch]
+    p.total_bytes = p.counters_off + align((3 * static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
+    p.attn_ready = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma &&
+                   (opt.attn_ready == 2 || (opt.attn_ready == 0 && opt.pdl));
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
         // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
@@ -799,9 +857,11 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     auto* counters = reinterpret_cast<unsigned*>(ws + p.counters_off);
     const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv;
     const bool mma_idx = p.opt.indexer == MsaImpl::kMma;
+    const std::size_t units = static_cast<std::size_t>(p.batch) * p.q_len * nkv;
+    unsigned* ready = p.attn_ready ? counters + p.batch + units + 2 : nullptr;
     if (mma_idx) {
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
-                           a.k_cache, a.v_cache, counters + p.batch + static_cast<std::size_t>(p.batch) * p.q_len * nkv,
+                           a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul};
         cudaLaunchConfig_t cfg{};
@@ -827,7 +887,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         return;
     }
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
-                        a.page_table, a.out, po, pl, counters + p.batch, p.q_len, nq, nkv, G, p.geo.topk,
+                        a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
+                        p.q_len, nq, nkv, G, p.geo.topk,
                         p.max_blocks, p.attn_splits, p.attn_pages_per_split, kMul};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);

@@ -59,6 +59,10 @@ struct MsaDecodeOptions {
     // one wave, 1 = one CTA per unit, 2 = persistent always. idx_ctas > 0 caps the persistent grid (tests).
     int idx_persistent = 0;
     int idx_ctas = 0;
+    // How the attention waits for the top-k: 0 = per-request ready flags when pdl is on (the indexer CTA that ran a
+    // request's top-k publishes it; the attention CTAs, launched early by PDL, start as soon as their request is
+    // ready instead of when the whole indexer grid has drained), 1 = the grid dependency, 2 = flags always.
+    int attn_ready = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -79,6 +83,7 @@ struct MsaDecodePlan {
     int attn_splits = 1, attn_pages_per_split = 16;
     bool attn_cluster = false;  // splits of one (query, kv head) form a cluster and merge through DSMEM
     bool prefetch = false;      // the top-k prefetches the selected K/V pages into L2
+    bool attn_ready = false;    // per-request ready flags between the indexer and the attention
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
