@@ -389,20 +389,23 @@ struct AttnParams {
     float* out; float* part_o; float* part_lse; unsigned* counters;
     unsigned* ready; unsigned* consumed;  // per request (see IdxParams::ready); consumed counts the CTAs that saw it
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
+    bool warp_pipe;
     Mul mul;
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 
-// One warp's 32-token slice [tb, tb+32) of a page: S = Q K^T (16 heads x 32 tokens), online softmax, O += P V.
+// One warp's 32-token slice [tb, tb+32) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
+// sc_off): S = Q K^T (16 heads x 32 tokens), online softmax, O += P V; before_v() runs before the first V load.
 // Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
 // (r+8, 32c+nd), (r+8, 32c+16+nd).
+template <class BeforeV>
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
                                              const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
-                                             float (&m)[2], float (&l)[2]) {
+                                             float (&m)[2], float (&l)[2], int sc_off, BeforeV&& before_v) {
     const int r = lane >> 2, c = lane & 3;
     float sa[4][4];
     const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;  // token tb + 8 nt + r, swizzle (r >> 1) & 3
-    const unsigned char* kscl = kb + kBlock * 64 + (tb + r) * 8;
+    const unsigned char* kscl = kb + sc_off + (tb + r) * 8;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
         sa[nt][0] = sa[nt][1] = sa[nt][2] = sa[nt][3] = 0.f;
@@ -461,6 +464,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
             o[nd][3] *= alpha[1];
         }
     }
+    before_v();
     // PV: B = V (tokens x dims); this thread's column r maps to dims 16r + nd; tokens 2c, 2c+1 | 2c+8, 2c+9 of each
     // 16-token k-step, loaded in a lane-dependent order so the 8-byte loads are bank-conflict free.
     const std::uint32_t selA = (c & 1) ? 0x1054u : 0x5410u, selB = (c & 1) ? 0x3276u : 0x7632u;
@@ -476,7 +480,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
             // rows t1 = tp + (c & 1), t2 = tp + 1 - (c & 1): both have swizzle (t >> 1) & 3 == c
             const unsigned char* vrow = vb + tp * 64 + ((((r >> 1) ^ c) & 3) << 4) + 8 * (r & 1);
             const uint2 x1 = lds64(vrow + (c & 1) * 64), x2 = lds64(vrow + (1 - (c & 1)) * 64);
-            const std::uint32_t sb = vb[kBlock * 64 + tp * 8 + r] | (vb[kBlock * 64 + (tp + 1) * 8 + r] << 8);
+            const std::uint32_t sb = vb[sc_off + tp * 8 + r] | (vb[sc_off + (tp + 1) * 8 + r] << 8);
             std::uint32_t sv = hmul2(e4m3x2_to_h2(sb), kH2x128);
             // Rows past the query position may hold stale bytes (even NaN scales): zero their V so 0 * V stays 0.
             if (tp > lim) sv &= 0xFFFF0000u;
@@ -507,7 +511,7 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 // (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
 template <bool kCluster>
-__global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p) {
     __shared__ __align__(128) unsigned char sm[2 * kAttnStage];
     __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
@@ -577,19 +581,55 @@ __global__ void __launch_bounds__(kWarps * 32) attn_kernel(const AttnParams p) {
 #pragma unroll
     for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
-    if (n > 0) copy_pages(sm, s_pg[0]);
-    cp_async_commit();
-    for (int i = 0; i < n; ++i) {
-        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1]);
+    if (p.warp_pipe) {
+        // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
+        // two-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, and the V load overlaps S.
+        constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice;
+        unsigned char* wst = sm + warp * 2 * kWarpStage;
+        auto copy_slice = [&](unsigned char* dst, int page) {
+            const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
+            copy_rows_async(dst, p.k_cache + rec, warp * 32, 32, lane, 32);
+            cp_async_commit();
+            copy_rows_async(dst + kSlice, p.v_cache + rec, warp * 32, 32, lane, 32);
+            cp_async_commit();
+        };
+        if (n > 0) copy_slice(wst, s_pg[0]);
+        for (int i = 0; i < n; ++i) {
+            if (i + 1 < n) {
+                copy_slice(wst + ((i + 1) & 1) * kWarpStage, s_pg[i + 1]);
+            } else {
+                cp_async_commit();
+                cp_async_commit();
+            }
+            cp_async_wait<3>();  // this page's K slice (pending: its V, the next page's K and V)
+            __syncwarp();
+            const unsigned char* kb = wst + (i & 1) * kWarpStage;
+            const int lim = pos - s_blk[i] * kBlock - warp * 32;  // slice tokens t <= lim are visible
+            if (lim >= 0)
+                attend_slice(kb, kb + kSlice, 0, lim, lane, p.mul, qf, o, m, l, 32 * 64, [] {
+                    cp_async_wait<2>();
+                    __syncwarp();
+                });
+            __syncwarp();  // the stage is refilled by the next iteration's copy
+        }
+        cp_async_wait<0>();
+        __syncthreads();  // the merge slabs below overlap other warps' stages
+    } else {
+        if (n > 0) copy_pages(sm, s_pg[0]);
         cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        const unsigned char* kb = sm + (i & 1) * kAttnStage;
-        const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
-        if (warp * 32 <= lim) attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, p.mul, qf, o, m, l);
-        __syncthreads();
+        for (int i = 0; i < n; ++i) {
+            if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1]);
+            cp_async_commit();
+            cp_async_wait<1>();
+            __syncthreads();
+            const unsigned char* kb = sm + (i & 1) * kAttnStage;
+            const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
+            if (warp * 32 <= lim)
+                attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, p.mul, qf, o, m, l, kBlock * 64, [] {});
+            __syncthreads();
+        }
+        cp_async_wait<0>();
     }
-    cp_async_wait<0>();
     // ---- merge the four warps
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -785,6 +825,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // counters: indexer arrivals [batch], attention arrivals [units], persistent indexer [2], ready flags [batch],
     // ready consumers [batch]
     p.total_bytes = p.counters_off + align((3 * static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
+    p.attn_warp_pipe = opt.attn_warp_pipe == 2;
     p.attn_ready = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma &&
                    (opt.attn_ready == 2 || (opt.attn_ready == 0 && opt.pdl));
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
@@ -889,7 +930,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
                         a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
                         p.q_len, nq, nkv, G, p.geo.topk,
-                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, kMul};
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(kWarps * 32);

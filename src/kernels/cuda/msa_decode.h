@@ -63,6 +63,9 @@ struct MsaDecodeOptions {
     // request's top-k publishes it; the attention CTAs, launched early by PDL, start as soon as their request is
     // ready instead of when the whole indexer grid has drained), 1 = the grid dependency, 2 = flags always.
     int attn_ready = 0;
+    // Attention page pipeline: 0/1 = CTA-wide (all threads copy whole K/V pages, two barriers per page), 2 = per
+    // warp (each warp copies and waits only for its own 32-token slices; V overlaps S).
+    int attn_warp_pipe = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -84,6 +87,7 @@ struct MsaDecodePlan {
     bool attn_cluster = false;  // splits of one (query, kv head) form a cluster and merge through DSMEM
     bool prefetch = false;      // the top-k prefetches the selected K/V pages into L2
     bool attn_ready = false;    // per-request ready flags between the indexer and the attention
+    bool attn_warp_pipe = false;
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
