@@ -393,6 +393,9 @@ struct AttnParams {
     Mul mul;
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
+// Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
+constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice, kWarpStages = 3;
+constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStages * kWarpStage;  // 36 KB, 54 KB
 
 // One warp's 32-token slice [tb, tb+32) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
 // sc_off): S = Q K^T (16 heads x 32 tokens), online softmax, O += P V; before_v() runs before the first V load.
@@ -512,7 +515,7 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
 template <bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p) {
-    __shared__ __align__(128) unsigned char sm[2 * kAttnStage];
+    extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
     __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
@@ -583,9 +586,9 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
     if (p.warp_pipe) {
         // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
-        // two-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, and the V load overlaps S.
-        constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice;
-        unsigned char* wst = sm + warp * 2 * kWarpStage;
+        // three-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, the V load overlaps S,
+        // and two pages are in flight while one is computed.
+        unsigned char* wst = sm + warp * kWarpStages * kWarpStage;
         auto copy_slice = [&](unsigned char* dst, int page) {
             const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
             copy_rows_async(dst, p.k_cache + rec, warp * 32, 32, lane, 32);
@@ -593,21 +596,30 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
             copy_rows_async(dst + kSlice, p.v_cache + rec, warp * 32, 32, lane, 32);
             cp_async_commit();
         };
-        if (n > 0) copy_slice(wst, s_pg[0]);
-        for (int i = 0; i < n; ++i) {
-            if (i + 1 < n) {
-                copy_slice(wst + ((i + 1) & 1) * kWarpStage, s_pg[i + 1]);
+        static_assert(kWarpStages == 3, "the cp.async wait counts below assume three stages");
+        for (int j = 0; j < kWarpStages - 1; ++j) {
+            if (j < n) {
+                copy_slice(wst + j * kWarpStage, s_pg[j]);
             } else {
                 cp_async_commit();
                 cp_async_commit();
             }
-            cp_async_wait<3>();  // this page's K slice (pending: its V, the next page's K and V)
+        }
+        for (int i = 0; i < n; ++i) {
+            const int nxt = i + kWarpStages - 1;
+            if (nxt < n) {
+                copy_slice(wst + (nxt % kWarpStages) * kWarpStage, s_pg[nxt]);
+            } else {
+                cp_async_commit();
+                cp_async_commit();
+            }
+            cp_async_wait<5>();  // this page's K slice (pending: its V, then K and V of the next two pages)
             __syncwarp();
-            const unsigned char* kb = wst + (i & 1) * kWarpStage;
+            const unsigned char* kb = wst + (i % kWarpStages) * kWarpStage;
             const int lim = pos - s_blk[i] * kBlock - warp * 32;  // slice tokens t <= lim are visible
             if (lim >= 0)
                 attend_slice(kb, kb + kSlice, 0, lim, lane, p.mul, qf, o, m, l, 32 * 64, [] {
-                    cp_async_wait<2>();
+                    cp_async_wait<4>();
                     __syncwarp();
                 });
             __syncwarp();  // the stage is refilled by the next iteration's copy
@@ -837,9 +849,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(attn_kernel<false>),
                                  reinterpret_cast<const void*>(attn_kernel<true>)};
         for (int i = 0; i < 5; ++i) {
-            if (i < 3)
-                detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   static_cast<int>(kIdxSmemMax)));
+            detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(i < 3 ? kIdxSmemMax : kAttnSmemWarp)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
@@ -870,6 +881,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         cfg.gridDim = dim3(static_cast<unsigned>(batch * q_len), static_cast<unsigned>(geo.num_kv_heads),
                            static_cast<unsigned>(p.attn_splits));
         cfg.blockDim = dim3(kWarps * 32);
+        cfg.dynamicSmemBytes = p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeClusterDimension;
         attr[0].val.clusterDim.x = 1;
@@ -934,7 +946,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(kWarps * 32);
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
     cfg.stream = stream;
     cudaLaunchAttribute attr[2];
     int na = 0;
