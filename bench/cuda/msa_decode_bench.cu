@@ -5,7 +5,8 @@
 // MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off programmatic dependent launch,
 // MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
 // msa_decode.h, MSA_IDX_PERSIST (0 auto, 1 off, 2 on) and MSA_IDX_CTAS the indexer grid, MSA_READY (0 auto, 1 grid
-// wait, 2 ready flags) how the attention waits for the top-k, MSA_WARP_PIPE=2 the per-warp page pipeline; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// wait, 2 ready flags) how the attention waits for the top-k, MSA_WARP_PIPE=2 the per-warp page pipeline,
+// MSA_IDX_PDL=1 no PDL on the indexer launch; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -44,6 +45,7 @@ static MsaDecodeOptions env_options() {
     o.idx_ctas = num("MSA_IDX_CTAS");
     o.attn_ready = num("MSA_READY");
     o.attn_warp_pipe = num("MSA_WARP_PIPE");
+    o.idx_pdl = num("MSA_IDX_PDL");
     return o;
 }
 static int g_warm = 5, g_reps = 20;

@@ -676,18 +676,29 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     __syncthreads();
     float* slabs = reinterpret_cast<float*>(sm);
     const int dim = tid;
-    for (int head = 0; head < p.G; ++head) {
-        float acc = 0.f;
+    for (int h0 = 0; h0 < p.G; h0 += 8) {  // 8 heads x 4 slabs: all shared loads first (latency, not a chain)
+        float x[8][kWarps];
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) acc = fmaf(s_f[w][head], slabs[w * 16 * kHeadDim + slab_idx(head, dim)], acc);
-        const float L = s_L[head];
-        const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
-        if (p.splits == 1)
-            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
-        else if (kCluster)
-            slabs[slab_idx(head, dim)] = val;  // in place in warp 0's slab: only this thread reads/writes the element
-        else
-            p.part_o[((unit * p.splits + split) * 16 + head) * kHeadDim + dim] = val;
+        for (int hh = 0; hh < 8; ++hh)
+#pragma unroll
+            for (int w = 0; w < kWarps; ++w)
+                x[hh][w] = h0 + hh < p.G ? slabs[w * 16 * kHeadDim + slab_idx(h0 + hh, dim)] : 0.f;
+#pragma unroll
+        for (int hh = 0; hh < 8; ++hh) {
+            const int head = h0 + hh;
+            if (head >= p.G) break;
+            float acc = 0.f;
+#pragma unroll
+            for (int w = 0; w < kWarps; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
+            const float L = s_L[head];
+            const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
+            if (p.splits == 1)
+                p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
+            else if (kCluster)
+                slabs[slab_idx(head, dim)] = val;  // in place in warp 0's slab: only this thread touches the element
+            else
+                p.part_o[((unit * p.splits + split) * 16 + head) * kHeadDim + dim] = val;
+        }
     }
     // With ready flags the CTA never waited for the indexer grid: it waits before it exits, so that this grid
     // completes after the indexer's (its last CTAs still reset counters; the next kernel waits only for this grid).
@@ -807,8 +818,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
     // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
+    // Whole pages when more than 16 index rows (8 queries x 4 heads) share each decoded page: run 4 measured 3%
+    // less at 32 x 128K and 32 x 32K with 8 queries than with half pages.
     p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
+                  : p.rows > 16                                                 ? 1
                                                                                 : 2;
     const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
                     : p.idx_parts > 2         ? 1
@@ -824,7 +838,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
     // L2 prefetch of the selected pages: on when they are a small part of the 50 MB L2 (<= 9.4 MB).
-    p.prefetch = opt.prefetch == 2 || (opt.prefetch == 0 && units <= 32);
+    // Off unless asked: measured in run 4, the prefetches (1.2 MB at 1 x 32K) all leave from the one SM that runs
+    // the request's top-k and made the indexer 40 us long (the kernel ends only when they are done).
+    p.prefetch = opt.prefetch == 2;
     auto align = [](std::size_t x) { return (x + 255) & ~std::size_t(255); };
     const std::size_t u = static_cast<std::size_t>(units);
     const bool simt_attn = opt.attention == MsaImpl::kSimt;
@@ -875,7 +891,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // Cluster merge: chosen when there are several splits and (auto) the grid is at most about one wave, where the
     // merge's latency matters; used only if the device can place such a cluster.
     const bool want_cluster = p.attn_splits > 1 && opt.attention == MsaImpl::kMma &&
-                              (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units * p.attn_splits <= 4LL * sms));
+                              (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units <= 32));
     if (want_cluster) {
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = dim3(static_cast<unsigned>(batch * q_len), static_cast<unsigned>(geo.num_kv_heads),
@@ -926,7 +942,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = attr;
-        cfg.numAttrs = p.opt.pdl ? 1 : 0;
+        cfg.numAttrs = p.opt.pdl && p.opt.idx_pdl != 1 ? 1 : 0;
         switch (p.idx_nt_pass) {
             case 1: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip)); break;
             case 2: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<2>, ip)); break;

@@ -52,8 +52,8 @@ struct MsaDecodeOptions {
     // shared memory when the splits fit one cluster, else the workspace + last-CTA merge), 1 = always the workspace
     // merge, 2 = the cluster merge whenever splits > 1 (falls back when the device cannot run the cluster).
     int attn_cluster = 0;
-    // L2 prefetch of the selected K/V pages by the indexer's top-k (hides the DRAM latency of the attention's first
-    // loads behind the kernel boundary): 0 = when the selected pages of a call fit well in L2, 1 = off, 2 = on.
+    // L2 prefetch of the selected K/V pages by the indexer's top-k: 0/1 = off, 2 = on. Measured a loss (run 4:
+    // the prefetches all leave from the one SM running a request's top-k; 1 x 32K 19.9 -> 38.4 us).
     int prefetch = 0;
     // Indexer grid: 0 = persistent (about one wave of CTAs taking work units from a counter) when the units exceed
     // one wave, 1 = one CTA per unit, 2 = persistent always. idx_ctas > 0 caps the persistent grid (tests).
@@ -66,6 +66,8 @@ struct MsaDecodeOptions {
     // Attention page pipeline: 0/1 = CTA-wide (all threads copy whole K/V pages, two barriers per page), 2 = per
     // warp (each warp copies and waits only for its own 32-token slices; V overlaps S).
     int attn_warp_pipe = 0;
+    // 1 = launch the indexer without PDL even when pdl is on (only the attention overlaps the indexer's tail).
+    int idx_pdl = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
