@@ -12,12 +12,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-sw new $LAT; sw grid_wait $LAT MSA_READY=1; sw warp_pipe $LAT MSA_WARP_PIPE=2; sw ws_merge $LAT MSA_CLUSTER=1
-sw no_prefetch $LAT MSA_PREFETCH=1; sw no_pdl $LAT MSA_NO_PDL=1
-sw v4like $LAT MSA_CLUSTER=1 MSA_PREFETCH=1 MSA_IDX_PERSIST=1 MSA_READY=1
-sw new $BIG; sw grid_wait $BIG MSA_READY=1; sw warp_pipe $BIG MSA_WARP_PIPE=2; sw grid $BIG MSA_IDX_PERSIST=1
-sw ppw2 $BIG MSA_IDX_PPW=2; sw ws_merge $BIG MSA_CLUSTER=1; asw min5 $BIG; asw min5 $LAT
-sw new $Q8; sw warp_pipe $Q8 MSA_WARP_PIPE=2; sw parts1 $Q8 MSA_IDX_PARTS=1; sw grid $Q8 MSA_IDX_PERSIST=1
-sw splits2 $Q8 MSA_SPLITS=2; sw splits2_wp $Q8 MSA_SPLITS=2 MSA_WARP_PIPE=2; sw parts1_wp $Q8 MSA_IDX_PARTS=1 MSA_WARP_PIPE=2
+sw new $LAT; sw grid_wait $LAT MSA_READY=1; sw idx_no_pdl $LAT MSA_IDX_PDL=1; sw warps8 $LAT MSA_ATTN_WARPS=8
+sw warp_pipe $LAT MSA_WARP_PIPE=2; sw ws_merge $LAT MSA_CLUSTER=1; sw no_pdl $LAT MSA_NO_PDL=1
+sw v4like $LAT MSA_CLUSTER=1 MSA_IDX_PERSIST=1 MSA_READY=1 MSA_IDX_PDL=1; sw parts2 $LAT MSA_IDX_PARTS=2
+sw splits8 $LAT MSA_SPLITS=8; sw splits8_w8 $LAT MSA_SPLITS=8 MSA_ATTN_WARPS=8; asw min5 $LAT
+sw new $BIG; sw grid_wait $BIG MSA_READY=1; sw warp_pipe $BIG MSA_WARP_PIPE=2; asw min5 $BIG
+sw cluster $BIG MSA_CLUSTER=2; sw grid $BIG MSA_IDX_PERSIST=1
+sw new $Q8; sw grid_wait $Q8 MSA_READY=1; sw warp_pipe $Q8 MSA_WARP_PIPE=2; sw parts2 $Q8 MSA_IDX_PARTS=2
 python3 bench/cuda/summarize_sweep.py "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

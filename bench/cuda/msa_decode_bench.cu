@@ -6,7 +6,7 @@
 // MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
 // msa_decode.h, MSA_IDX_PERSIST (0 auto, 1 off, 2 on) and MSA_IDX_CTAS the indexer grid, MSA_READY (0 auto, 1 grid
 // wait, 2 ready flags) how the attention waits for the top-k, MSA_WARP_PIPE=2 the per-warp page pipeline,
-// MSA_IDX_PDL=1 no PDL on the indexer launch; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// MSA_IDX_PDL=1 no PDL on the indexer launch, MSA_ATTN_WARPS=8 8-warp attention CTAs; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -46,6 +46,7 @@ static MsaDecodeOptions env_options() {
     o.attn_ready = num("MSA_READY");
     o.attn_warp_pipe = num("MSA_WARP_PIPE");
     o.idx_pdl = num("MSA_IDX_PDL");
+    o.attn_warps = num("MSA_ATTN_WARPS");
     return o;
 }
 static int g_warm = 5, g_reps = 20;
@@ -114,10 +115,11 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"idx_grid\":%d,\"tag\":\"%s\"}\n",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"attn_warps\":%d,\"warp_pipe\":%d,\"idx_grid\":%d,\"tag\":\"%s\"}\n",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
                 floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts,
-                int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), int(plan.attn_ready),
+                int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), int(plan.attn_ready), plan.attn_warps,
+                int(plan.attn_warp_pipe),
                 plan.idx_persistent ? plan.idx_grid : -plan.idx_chunks * B, std::getenv("MSA_TAG") ? std::getenv("MSA_TAG") : "");
     first = false;
     std::fflush(stdout);

@@ -9,8 +9,8 @@
 #              attention warp (MSA_PF_QPW=2);  pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
-#   dsweep     decode plan options (MSA_CLUSTER, MSA_PREFETCH, MSA_NO_PDL, MSA_IDX_PERSIST, MSA_IDX_PPW, MSA_IDX_PARTS)
-#              on the latency, large and 8-query cases (bench sel mode), tabled by summarize_sweep.py
+#   dsweep     decode plan options (bench/cuda/dsweep.sh: MSA_* switches of msa_decode_bench) on the latency, large
+#              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
 #   sass|ncu   SASS statistics / Nsight Compute of decode;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
@@ -66,15 +66,7 @@ for step in ${STEPS//,/ }; do
       PYTHONUNBUFFERED=1 timeout $(lim 140) python3 bench/cuda/torch_compare.py "$R/torch.json" > "$R/torch.log" 2>&1
       echo "torch rc=$?" >> "$R/torch.log"; tail -16 "$R/torch.log";;
     dsweep)
-      sw() { MSA_TAG=$1 timeout $(lim 60) env "${@:3}" "$BIN/msa_decode_bench" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"; }
-      LAT=1:8192:1,1:32768:1,1:131072:1,8:32768:1; BIG=32:131072:1,64:65536:1,8:524288:1; Q8=32:131072:8,32:32768:8
-      sw new $LAT; sw ws_merge $LAT MSA_CLUSTER=1; sw no_prefetch $LAT MSA_PREFETCH=1; sw no_pdl $LAT MSA_NO_PDL=1
-      sw v4like $LAT MSA_CLUSTER=1 MSA_PREFETCH=1 MSA_IDX_PERSIST=1
-      sw new $BIG; sw grid $BIG MSA_IDX_PERSIST=1; sw ppw2 $BIG MSA_IDX_PPW=2; sw ppw2_grid $BIG MSA_IDX_PPW=2 MSA_IDX_PERSIST=1
-      sw ws_merge $BIG MSA_CLUSTER=1
-      sw new $Q8; sw parts1 $Q8 MSA_IDX_PARTS=1; sw grid $Q8 MSA_IDX_PERSIST=1; sw parts1_grid $Q8 MSA_IDX_PARTS=1 MSA_IDX_PERSIST=1
-      sw splits2 $Q8 MSA_SPLITS=2; sw splits2_clu $Q8 MSA_SPLITS=2 MSA_CLUSTER=2; sw splits4_clu $Q8 MSA_SPLITS=4 MSA_CLUSTER=2
-      python3 bench/cuda/summarize_sweep.py "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1; cat "$R/dsweep.md";;
+      R="$R" BIN="$BIN" LIM=$(lim 60) bash bench/cuda/dsweep.sh;;
     test)
       timeout $(lim 150) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
       grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;

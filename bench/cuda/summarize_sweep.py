@@ -45,9 +45,11 @@ def main():
             cells.append("%.1f" % suite[key] if key in suite else "-")
         print("| %d x %dK%s | %s |" % (key[0], key[1] // 1024, " q%d" % key[2] if key[2] > 1 else "", " | ".join(cells)))
     print()
-    print("plans: " + "; ".join("%s %dx%dK q%d: splits %d cluster %d prefetch %d idx_grid %d items/cta %d parts %d" % (
-        r.get("tag") or "default", r["batch"], r["L"] // 1024, r["q_len"], r["attn_splits"], r.get("attn_cluster", -1),
-        r.get("prefetch", -1), r.get("idx_grid", 0), r["idx_items_per_cta"], r["idx_parts"]) for r in rows))
+    print("plans: " + "; ".join(
+        "%s %dx%dK q%d: splits %d cluster %d warps %d wpipe %d ready %d pdl %d prefetch %d idx_grid %d items/cta %d parts %d" % (
+            r.get("tag") or "default", r["batch"], r["L"] // 1024, r["q_len"], r["attn_splits"], r.get("attn_cluster", -1),
+            r.get("attn_warps", 4), r.get("warp_pipe", 0), r.get("ready", -1), r.get("pdl", -1), r.get("prefetch", -1),
+            r.get("idx_grid", 0), r["idx_items_per_cta"], r["idx_parts"]) for r in rows))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // Correctness of the CUDA MSA decode path against a plain-loop CPU oracle written from msa.md / formats.md.
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
 // Every case runs six option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
-// the per-warp attention page pipeline in two of them;
+// 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two;
 // the workspace split merge without L2 prefetch, waiting for the indexer grid instead of ready flags, which must equal
 // the automatic variant bit for bit; the cluster (DSMEM) split merge with 6 splits and a persistent indexer of 7 CTAs;
 // the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
@@ -139,12 +139,13 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     std::vector<std::vector<double>> oracle_out((size_t)B * q_len * nkv);
     struct Variant { const char* name; MsaDecodeOptions opt; };
     MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.idx_parts = 1; forced.pdl = false;
+    forced.attn_warps = 8;  // 8-warp attention CTAs (with the cluster merge where the plan picks it)
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2; single.attn_warp_pipe = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;  // 7 persistent indexer CTAs: each takes many work units
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl", forced}, {"mma splits=1 parts=2 warp pipe", single},
+    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps", forced}, {"mma splits=1 parts=2 warp pipe", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe, persistent indexer x7", clus},
                                 {"simt", simt}};
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
@@ -254,8 +255,8 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
             }
         }
     }
-    std::printf("  decode [%s]: splits=%d cluster=%d prefetch=%d ready=%d idx_grid=%d%s items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n",
-                var.name, plan.attn_splits, int(plan.attn_cluster), int(plan.prefetch), int(plan.attn_ready),
+    std::printf("  decode [%s]: splits=%d cluster=%d warps=%d prefetch=%d ready=%d idx_grid=%d%s items/cta=%d parts=%d max |out - oracle| = %.3g; %s\n",
+                var.name, plan.attn_splits, int(plan.attn_cluster), plan.attn_warps, int(plan.prefetch), int(plan.attn_ready),
                 plan.idx_persistent ? plan.idx_grid : plan.idx_chunks * (int)lens.size(), plan.idx_persistent ? "p" : "",
                 plan.idx_items_per_cta,
                 plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");

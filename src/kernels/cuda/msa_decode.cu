@@ -396,21 +396,22 @@ constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
 constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice, kWarpStages = 3;
 constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStages * kWarpStage;  // 36 KB, 54 KB
+constexpr int kAttnSmem8 = 8 * 16 * kHeadDim * 4;  // 8 warps: the merge slabs (64 KB) exceed the page stages
 
-// One warp's 32-token slice [tb, tb+32) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
-// sc_off): S = Q K^T (16 heads x 32 tokens), online softmax, O += P V; before_v() runs before the first V load.
+// One warp's NTOK-token slice [tb, tb+NTOK) (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
+// sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V load.
 // Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
 // (r+8, 32c+nd), (r+8, 32c+16+nd).
-template <class BeforeV>
+template <int NTOK, class BeforeV>
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
                                              const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
                                              float (&m)[2], float (&l)[2], int sc_off, BeforeV&& before_v) {
     const int r = lane >> 2, c = lane & 3;
-    float sa[4][4];
+    float sa[NTOK / 8][4];
     const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;  // token tb + 8 nt + r, swizzle (r >> 1) & 3
     const unsigned char* kscl = kb + sc_off + (tb + r) * 8;
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int nt = 0; nt < NTOK / 8; ++nt) {
         sa[nt][0] = sa[nt][1] = sa[nt][2] = sa[nt][3] = 0.f;
         std::uint32_t ks[4];
         key_scales(kscl + nt * 64, c, ks);
@@ -422,16 +423,16 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
             mma16816(sa[nt], qf[gp][1], hmul2(kk[2], ks[gp]), hmul2(kk[3], ks[gp]));
         }
     }
-    if (tb + 31 > lim) {
+    if (tb + NTOK - 1 > lim) {
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
+        for (int nt = 0; nt < NTOK / 8; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
     float mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int nt = 0; nt < NTOK / 8; ++nt) {
         mx[0] = fmaxf(mx[0], fmaxf(sa[nt][0], sa[nt][1]));
         mx[1] = fmaxf(mx[1], fmaxf(sa[nt][2], sa[nt][3]));
     }
@@ -448,7 +449,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+    for (int nt = 0; nt < NTOK / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             sa[nt][e] = exp2f(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
@@ -472,7 +473,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     // 16-token k-step, loaded in a lane-dependent order so the 8-byte loads are bank-conflict free.
     const std::uint32_t selA = (c & 1) ? 0x1054u : 0x5410u, selB = (c & 1) ? 0x3276u : 0x7632u;
 #pragma unroll
-    for (int ks = 0; ks < 2; ++ks) {
+    for (int ks = 0; ks < NTOK / 16; ++ks) {
         const std::uint32_t a[4] = {pack_h2(sa[2 * ks][0], sa[2 * ks][1]), pack_h2(sa[2 * ks][2], sa[2 * ks][3]),
                                     pack_h2(sa[2 * ks + 1][0], sa[2 * ks + 1][1]),
                                     pack_h2(sa[2 * ks + 1][2], sa[2 * ks + 1][3])};
@@ -508,15 +509,15 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
     return head * kHeadDim + (dim ^ ((((dim >> 5) & 3) << 3) ^ (head & 7)));
 }
 
-// CTA = (query, kv head, split): the split's selected pages stream through a two-stage cp.async buffer; each warp
-// owns a 32-token slice of every page. Warps merge through shared memory; with several splits the partial results
+// CTA = (query, kv head, split) of kAW warps (4, or 8 for latency at small batch): the split's selected pages stream
+// through a two-stage cp.async buffer; each warp owns a 128/kAW-token slice of every page. Warps merge through shared memory; with several splits the partial results
 // (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
 // (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
-template <bool kCluster>
-__global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p) {
+template <bool kCluster, int kAW>
+__global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : 3) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
-    __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_lse[16][16];
+    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
@@ -577,14 +578,15 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
-        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kWarps * 32);
-        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kWarps * 32);
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kAW * 32);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kAW * 32);
     };
     float o[16][4];
 #pragma unroll
     for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
-    if (p.warp_pipe) {
+    constexpr int kTok = kBlock / kAW;  // tokens of a page per warp (CTA-wide pipeline)
+    if (kAW == 4 && p.warp_pipe) {
         // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
         // three-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, the V load overlaps S,
         // and two pages are in flight while one is computed.
@@ -618,7 +620,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
             const unsigned char* kb = wst + (i % kWarpStages) * kWarpStage;
             const int lim = pos - s_blk[i] * kBlock - warp * 32;  // slice tokens t <= lim are visible
             if (lim >= 0)
-                attend_slice(kb, kb + kSlice, 0, lim, lane, p.mul, qf, o, m, l, 32 * 64, [] {
+                attend_slice<32>(kb, kb + kSlice, 0, lim, lane, p.mul, qf, o, m, l, 32 * 64, [] {
                     cp_async_wait<4>();
                     __syncwarp();
                 });
@@ -636,8 +638,9 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
             __syncthreads();
             const unsigned char* kb = sm + (i & 1) * kAttnStage;
             const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
-            if (warp * 32 <= lim)
-                attend_slice(kb, kb + kPageHeadBytes, warp * 32, lim, lane, p.mul, qf, o, m, l, kBlock * 64, [] {});
+            if (warp * kTok <= lim)
+                attend_slice<kTok>(kb, kb + kPageHeadBytes, warp * kTok, lim, lane, p.mul, qf, o, m, l, kBlock * 64,
+                                   [] {});
             __syncthreads();
         }
         cp_async_wait<0>();
@@ -663,9 +666,9 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     __syncthreads();
     if (tid < 16) {
         float M = -CUDART_INF_F;
-        for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][tid]);
+        for (int w = 0; w < kAW; ++w) M = fmaxf(M, s_m[w][tid]);
         float L = 0.f;
-        for (int w = 0; w < kWarps; ++w) {
+        for (int w = 0; w < kAW; ++w) {
             const float f = s_m[w][tid] == -CUDART_INF_F ? 0.f : exp2f((s_m[w][tid] - M) * kLog2eOverSqrtD);
             s_f[w][tid] = f;
             L += f * s_l[w][tid];
@@ -675,13 +678,13 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     }
     __syncthreads();
     float* slabs = reinterpret_cast<float*>(sm);
-    const int dim = tid;
-    for (int h0 = 0; h0 < p.G; h0 += 8) {  // 8 heads x 4 slabs: all shared loads first (latency, not a chain)
-        float x[8][kWarps];
+    const int dim = tid & (kHeadDim - 1), hgrp = tid >> 7;  // 8 warps: two groups of 128 threads share the heads
+    for (int h0 = 8 * hgrp; h0 < p.G; h0 += 8 * (kAW / 4)) {  // 8 heads x kAW slabs: all shared loads first
+        float x[8][kAW];
 #pragma unroll
         for (int hh = 0; hh < 8; ++hh)
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w)
+            for (int w = 0; w < kAW; ++w)
                 x[hh][w] = h0 + hh < p.G ? slabs[w * 16 * kHeadDim + slab_idx(h0 + hh, dim)] : 0.f;
 #pragma unroll
         for (int hh = 0; hh < 8; ++hh) {
@@ -689,7 +692,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
             if (head >= p.G) break;
             float acc = 0.f;
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
+            for (int w = 0; w < kAW; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
             const float L = s_L[head];
             const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
             if (p.splits == 1)
@@ -710,7 +713,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
         // Partials: slab 0 (O) and s_lse[0] (base-2 LSE) of every CTA of the cluster; rank == split.
         cg::cluster_group cluster = cg::this_cluster();
         cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
-        for (int head = split; head < p.G; head += p.splits) {
+        for (int head = split + hgrp * p.splits; head < p.G; head += p.splits * (kAW / 4)) {
             float lse[16], v[16];
 #pragma unroll
             for (int j = 0; j < 16; ++j) {  // all remote loads issued together
@@ -752,7 +755,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
         return;
     }
     __threadfence();
-    for (int i = tid; i < p.splits * 16; i += kWarps * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
+    for (int i = tid; i < p.splits * 16; i += kAW * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
     if (tid < 16) {  // per-head merge weights, normalised
         float mxl = -CUDART_INF_F;
@@ -767,7 +770,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     __syncthreads();
     const float* wts = &s_f[0][0];
     const float* pob = p.part_o + unit * p.splits * 16 * kHeadDim + dim;
-    for (int h0 = 0; h0 < p.G; h0 += 4) {  // 4 heads x up to 16 splits of independent loads in flight
+    for (int h0 = 4 * hgrp; h0 < p.G; h0 += 4 * (kAW / 4)) {  // 4 heads x up to 16 splits of loads in flight
         float v[4][16];
 #pragma unroll
         for (int hh = 0; hh < 4; ++hh)
@@ -786,6 +789,15 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attn_kernel(const AttnParams p
     }
     if (tid == 0) p.counters[unit] = 0;
     if (p.ready) pdl_wait();
+}
+
+using AttnKernel = void (*)(AttnParams);
+AttnKernel attn_kernel_for(bool cluster, int warps) {
+    if (warps == 8) return cluster ? attn_kernel<true, 8> : attn_kernel<false, 8>;
+    return cluster ? attn_kernel<true, 4> : attn_kernel<false, 4>;
+}
+std::size_t attn_smem(const MsaDecodePlan& p) {
+    return p.attn_warps == 8 ? kAttnSmem8 : p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
@@ -862,16 +874,20 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
                                  reinterpret_cast<const void*>(index_topk_kernel<2>),
                                  reinterpret_cast<const void*>(index_topk_kernel<4>),
-                                 reinterpret_cast<const void*>(attn_kernel<false>),
-                                 reinterpret_cast<const void*>(attn_kernel<true>)};
-        for (int i = 0; i < 5; ++i) {
+                                 reinterpret_cast<const void*>(attn_kernel<false, 4>),
+                                 reinterpret_cast<const void*>(attn_kernel<true, 4>),
+                                 reinterpret_cast<const void*>(attn_kernel<false, 8>),
+                                 reinterpret_cast<const void*>(attn_kernel<true, 8>)};
+        for (int i = 0; i < 7; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(i < 3 ? kIdxSmemMax : kAttnSmemWarp)));
+                                               static_cast<int>(i < 3 ? kIdxSmemMax : i < 5 ? kAttnSmemWarp : kAttnSmem8)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
         // Clusters of up to 16 CTAs (16 splits) are beyond the portable 8.
-        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true>),
+        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true, 4>),
+                                           cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true, 8>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         attrs_set = true;
     }
@@ -892,12 +908,15 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // merge's latency matters; used only if the device can place such a cluster.
     const bool want_cluster = p.attn_splits > 1 && opt.attention == MsaImpl::kMma &&
                               (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units <= 32));
+    // 8 warps per CTA (16-token slices: a shorter chain per warp) only with one split or the cluster merge.
+    p.attn_warps = opt.attn_warps == 8 && opt.attention == MsaImpl::kMma && (want_cluster || p.attn_splits == 1) ? 8 : 4;
+    if (p.attn_warps == 8) p.attn_warp_pipe = false;
     if (want_cluster) {
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = dim3(static_cast<unsigned>(batch * q_len), static_cast<unsigned>(geo.num_kv_heads),
                            static_cast<unsigned>(p.attn_splits));
-        cfg.blockDim = dim3(kWarps * 32);
-        cfg.dynamicSmemBytes = p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
+        cfg.blockDim = dim3(p.attn_warps * 32);
+        cfg.dynamicSmemBytes = attn_smem(p);
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeClusterDimension;
         attr[0].val.clusterDim.x = 1;
@@ -906,8 +925,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         cfg.attrs = attr;
         cfg.numAttrs = 1;
         int clusters = 0;
-        p.attn_cluster = cudaOccupancyMaxActiveClusters(&clusters, attn_kernel<true>, &cfg) == cudaSuccess && clusters > 0;
+        p.attn_cluster = cudaOccupancyMaxActiveClusters(&clusters, attn_kernel_for(true, p.attn_warps), &cfg) ==
+                             cudaSuccess &&
+                         clusters > 0;
         (void)cudaGetLastError();  // a refused query leaves no sticky error behind
+        if (!p.attn_cluster && p.attn_splits > 1) p.attn_warps = 4;  // 8 warps need the cluster merge
     }
     return p;
 }
@@ -961,8 +983,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                         p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
-    cfg.blockDim = dim3(kWarps * 32);
-    cfg.dynamicSmemBytes = p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
+    cfg.blockDim = dim3(p.attn_warps * 32);
+    cfg.dynamicSmemBytes = attn_smem(p);
     cfg.stream = stream;
     cudaLaunchAttribute attr[2];
     int na = 0;
@@ -978,10 +1000,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     }
     cfg.attrs = attr;
     cfg.numAttrs = na;
-    if (p.attn_cluster)
-        detail::check(cudaLaunchKernelEx(&cfg, attn_kernel<true>, ap));
-    else
-        detail::check(cudaLaunchKernelEx(&cfg, attn_kernel<false>, ap));
+    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel_for(p.attn_cluster, p.attn_warps), ap));
 }
 
 }  // namespace msa::cuda

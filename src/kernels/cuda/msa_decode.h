@@ -68,6 +68,9 @@ struct MsaDecodeOptions {
     int attn_warp_pipe = 0;
     // 1 = launch the indexer without PDL even when pdl is on (only the attention overlaps the indexer's tail).
     int idx_pdl = 0;
+    // Attention CTA size: 0/4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
+    // per-warp chain, for latency at small batch), used only with one split or the cluster merge.
+    int attn_warps = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -90,6 +93,7 @@ struct MsaDecodePlan {
     bool prefetch = false;      // the top-k prefetches the selected K/V pages into L2
     bool attn_ready = false;    // per-request ready flags between the indexer and the attention
     bool attn_warp_pipe = false;
+    int attn_warps = 4;         // warps per attention CTA
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
