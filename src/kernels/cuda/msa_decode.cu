@@ -510,7 +510,8 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 }
 
 // CTA = (query, kv head, split) of kAW warps (4, or 8 for latency at small batch): the split's selected pages stream
-// through a two-stage cp.async buffer; each warp owns a 128/kAW-token slice of every page. Warps merge through shared memory; with several splits the partial results
+// through a two-stage cp.async buffer (or, 4 warps with warp_pipe, per-warp buffers); each warp owns a
+// 128/kAW-token slice of every page. Warps merge through shared memory; with several splits the partial results
 // (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
 // (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
