@@ -19,5 +19,6 @@ sw splits8 $LAT MSA_SPLITS=8; sw splits8_w8 $LAT MSA_SPLITS=8 MSA_ATTN_WARPS=8; 
 sw new $BIG; sw grid_wait $BIG MSA_READY=1; sw warp_pipe $BIG MSA_WARP_PIPE=2; asw min5 $BIG
 sw cluster $BIG MSA_CLUSTER=2; sw grid $BIG MSA_IDX_PERSIST=1
 sw new $Q8; sw grid_wait $Q8 MSA_READY=1; sw warp_pipe $Q8 MSA_WARP_PIPE=2; sw parts2 $Q8 MSA_IDX_PARTS=2
-python3 bench/cuda/summarize_sweep.py "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
+SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
+python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

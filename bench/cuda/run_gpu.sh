@@ -66,7 +66,8 @@ for step in ${STEPS//,/ }; do
       PYTHONUNBUFFERED=1 timeout $(lim 140) python3 bench/cuda/torch_compare.py "$R/torch.json" > "$R/torch.log" 2>&1
       echo "torch rc=$?" >> "$R/torch.log"; tail -16 "$R/torch.log";;
     dsweep)
-      R="$R" BIN="$BIN" LIM=$(lim 60) bash bench/cuda/dsweep.sh;;
+      DS="$(dirname "$0")/dsweep.sh"; [ -f "$DS" ] || DS=bench/cuda/dsweep.sh  # next to this script, else in the tree
+      R="$R" BIN="$BIN" LIM=$(lim 60) bash "$DS";;
     test)
       timeout $(lim 150) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
       grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;
