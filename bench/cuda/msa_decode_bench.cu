@@ -4,8 +4,8 @@
 // comparison and the 28-case decode suite; sel: the listed cases with the full timing protocol). Environment:
 // MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off programmatic dependent launch,
 // MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
-// msa_decode.h, MSA_IDX_PERSIST (0 auto, 1 off, 2 on) and MSA_IDX_CTAS the indexer grid, MSA_READY (0 auto, 1 grid
-// wait, 2 ready flags) how the attention waits for the top-k, MSA_WARP_PIPE=2 the per-warp page pipeline,
+// msa_decode.h, MSA_IDX_PERSIST=2 (persistent) and MSA_IDX_CTAS the indexer grid, MSA_READY=2 ready flags
+// instead of the grid wait, MSA_WARP_PIPE (0 auto, 1 off, 2 on) the per-warp page pipeline,
 // MSA_IDX_PDL=1 no PDL on the indexer launch, MSA_ATTN_WARPS=8 8-warp attention CTAs; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 

@@ -2,8 +2,8 @@
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
 // Every case runs six option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
 // 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two;
-// the workspace split merge without L2 prefetch, waiting for the indexer grid instead of ready flags, which must equal
-// the automatic variant bit for bit; the cluster (DSMEM) split merge with 6 splits and a persistent indexer of 7 CTAs;
+// the workspace split merge without L2 prefetch, which must equal the automatic variant bit for bit; the cluster
+// (DSMEM) split merge with 6 splits, ready flags instead of the grid wait and a persistent indexer of 7 CTAs;
 // the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
@@ -144,9 +144,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
-    clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;  // 7 persistent indexer CTAs: each takes many work units
+    clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
+    clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
     const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps", forced}, {"mma splits=1 parts=2 warp pipe", single},
-                                {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe, persistent indexer x7", clus},
+                                {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7", clus},
                                 {"simt", simt}};
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {

@@ -846,8 +846,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
+    // About 4 CTAs per SM; at <= 32 (query, kv head) units (the cluster-merge range) about 2 per SM: run 5 measured
+    // 8 x 32K (32 units) at 36.3 us with 8 splits against 44.0 with 16; batch 1 keeps 16 splits (19.3 vs 22.4 us).
+    const long long cta_target = (units <= 32 ? 2LL : 4LL) * sms;
     int splits = opt.attn_splits > 0 ? std::min(opt.attn_splits, geo.topk)
-                                     : static_cast<int>(std::clamp<long long>((4LL * sms + units - 1) / units, 1, geo.topk));
+                                     : static_cast<int>(std::clamp<long long>((cta_target + units - 1) / units, 1, geo.topk));
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
     // L2 prefetch of the selected pages: on when they are a small part of the 50 MB L2 (<= 9.4 MB).
@@ -866,9 +869,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // counters: indexer arrivals [batch], attention arrivals [units], persistent indexer [2], ready flags [batch],
     // ready consumers [batch]
     p.total_bytes = p.counters_off + align((3 * static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
-    p.attn_warp_pipe = opt.attn_warp_pipe == 2;
+    // Per-warp pipeline when a CTA streams several pages (run 5: -1.6% at 32 x 128K, -0.6% at 64 x 64K, -1.1% and
+    // -1.9% at 32 x 128K / 32 x 32K with 8 queries; +0.4 to +0.8 us at batch <= 8 with one page per CTA).
+    p.attn_warp_pipe = opt.attn_warp_pipe == 2 || (opt.attn_warp_pipe == 0 && p.attn_pages_per_split >= 3);
     p.attn_ready = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma &&
-                   (opt.attn_ready == 2 || (opt.attn_ready == 0 && opt.pdl));
+                   opt.attn_ready == 2;  // run 5: the grid wait was 0.4-1.4 us faster than the flags on every case
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
         // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
@@ -900,7 +905,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kWarps * 32, p.idx_smem));
         const long long wave = static_cast<long long>(std::max(per_sm, 1)) * sms;
         const long long total = static_cast<long long>(p.idx_chunks) * batch;
-        p.idx_persistent = opt.idx_persistent == 2 || (opt.idx_persistent == 0 && total > wave);
+        // Persistent only when asked: run 5 (126-register indexer) measured one CTA per unit faster at 32 x 128K
+        // (165.4 vs 171.5 us), 64 x 64K (169.4 vs 176.0) and 8 x 512K (204.7 vs 219.0).
+        p.idx_persistent = opt.idx_persistent == 2;
         long long grid = std::min(total, wave);
         if (opt.idx_ctas > 0) grid = std::min<long long>(grid, opt.idx_ctas);
         p.idx_grid = static_cast<int>(grid);

@@ -55,16 +55,17 @@ struct MsaDecodeOptions {
     // L2 prefetch of the selected K/V pages by the indexer's top-k: 0/1 = off, 2 = on. Measured a loss (run 4:
     // the prefetches all leave from the one SM running a request's top-k; 1 x 32K 19.9 -> 38.4 us).
     int prefetch = 0;
-    // Indexer grid: 0 = persistent (about one wave of CTAs taking work units from a counter) when the units exceed
-    // one wave, 1 = one CTA per unit, 2 = persistent always. idx_ctas > 0 caps the persistent grid (tests).
+    // Indexer grid: 0/1 = one CTA per work unit, 2 = persistent (about one wave of CTAs taking work units from a
+    // counter; measured slower in run 5). idx_ctas > 0 caps the persistent grid (tests).
     int idx_persistent = 0;
     int idx_ctas = 0;
-    // How the attention waits for the top-k: 0 = per-request ready flags when pdl is on (the indexer CTA that ran a
-    // request's top-k publishes it; the attention CTAs, launched early by PDL, start as soon as their request is
-    // ready instead of when the whole indexer grid has drained), 1 = the grid dependency, 2 = flags always.
+    // How the attention waits for the top-k: 0/1 = the grid dependency (griddepcontrol.wait), 2 = per-request ready
+    // flags (the indexer CTA that ran a request's top-k publishes it; the attention CTAs, launched early by PDL,
+    // start when their request is ready; measured 0.4-1.4 us slower than the grid wait in run 5).
     int attn_ready = 0;
-    // Attention page pipeline: 0/1 = CTA-wide (all threads copy whole K/V pages, two barriers per page), 2 = per
-    // warp (each warp copies and waits only for its own 32-token slices; V overlaps S).
+    // Attention page pipeline: 0 = per warp when a CTA streams >= 3 pages, 1 = CTA-wide (all threads copy whole K/V
+    // pages, two barriers per page), 2 = per warp (each warp copies and waits only for its own 32-token slices, three
+    // stages; V overlaps S).
     int attn_warp_pipe = 0;
     // 1 = launch the indexer without PDL even when pdl is on (only the attention overlaps the indexer's tail).
     int idx_pdl = 0;
