@@ -853,8 +853,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                      : static_cast<int>(std::clamp<long long>((cta_target + units - 1) / units, 1, geo.topk));
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
-    // L2 prefetch of the selected pages: on when they are a small part of the 50 MB L2 (<= 9.4 MB).
-    // Off unless asked: measured in run 4, the prefetches (1.2 MB at 1 x 32K) all leave from the one SM that runs
+    // L2 prefetch of the selected pages off unless asked: measured in run 4, the prefetches (1.2 MB at 1 x 32K) all leave from the one SM that runs
     // the request's top-k and made the indexer 40 us long (the kernel ends only when they are done).
     p.prefetch = opt.prefetch == 2;
     auto align = [](std::size_t x) { return (x + 255) & ~std::size_t(255); };
@@ -912,8 +911,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         if (opt.idx_ctas > 0) grid = std::min<long long>(grid, opt.idx_ctas);
         p.idx_grid = static_cast<int>(grid);
     }
-    // Cluster merge: chosen when there are several splits and (auto) the grid is at most about one wave, where the
-    // merge's latency matters; used only if the device can place such a cluster.
+    // Cluster merge: chosen when there are several splits and (auto) at most 32 (query, kv head) units, where the
+    // merge's latency matters (run 4: -5 to -9 us at batch 1; +6 us with 4-CTA clusters at 32 x 128K); used only if
+    // the device can place such a cluster.
     const bool want_cluster = p.attn_splits > 1 && opt.attention == MsaImpl::kMma &&
                               (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units <= 32));
     // 8 warps per CTA (16-token slices: a shorter chain per warp) only with one split or the cluster merge.
