@@ -406,6 +406,15 @@ def write_report(args, res, cfg):
                  + (f"; the no-QAT ablation's, unquantised, {summ['noqat']['final_heldout_loss']:.4f}"
                     if summ.get("noqat") else "")
                  + ". The figures below are the engine's, on fewer windows, so they differ.")
+    data = summ.get("data", {})
+    if "train_chat_tokens" in data:
+        L.append(f"- Training data (`tools/train/prepare_data.py`): {data['train_tokens'] / 1e6:.2f} M tokens, of which "
+                 f"{data['train_chat_tokens'] / 1e6:.2f} M are {data['train_chat_examples']} synthetic chat exchanges "
+                 "rendered with the model's chat template (KJV: recite a verse or passage, continue a verse, a verse "
+                 "about a theme; fortunes), all made from the training split"
+                 + (f"; {data['dropped_digit_heavy_fortunes']} digit-heavy fortunes left out"
+                    if "dropped_digit_heavy_fortunes" in data else "")
+                 + f". Held-out: {data['heldout_tokens']} tokens of {data['heldout_documents']} held-out documents.")
     L.append("")
     L.append("## Held-out perplexity (C++ engine, `msa score`)")
     L.append(f"{res['windows']} windows of {res['window_tokens']} tokens from the held-out documents "
