@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerates docs/quality.md from the committed default model (one command, CPU, about 20 minutes on this
-2-core machine when it is shared; the defaults score 4 windows of 2048 tokens):
+"""Regenerates docs/quality.md from the committed default model (one command, CPU; the defaults score 4 windows of
+2048 tokens; on this shared 2-core machine about 13 minutes with -j2 --threads 1, about 22 serially):
 
-  /usr/bin/python3 tools/train/quality.py [--msa build/msa] [--windows 4] [--out docs/quality.md]
+  /usr/bin/python3 tools/train/quality.py -j2 --threads 1 [--msa build/msa] [--windows 4] [--out docs/quality.md]
 
 What it measures (figures are computed by this script, never typed in):
 - held-out perplexity by the C++ engine (`msa score`, exact numerics) on the first --windows windows of 2048
@@ -12,6 +12,8 @@ What it measures (figures are computed by this script, never typed in):
 - the same perplexity from the Python reference (tools/reference/msaref, keyed top-k, exact mode) on the same
   tokens: the C++ and PyTorch figures must agree within 0.5%;
 - the DSpark drafter's acceptance length (greedy drafting verified greedily, PyTorch);
+- chat recitation from memory: `Recite REF.` and `Continue: FIRST HALF` for well-known and random training verses,
+  greedy, against the true text (needs tools/train/data/corpus_train.jsonl);
 - sample generations by `msa generate` (plain text continuations and chat prompts rendered with the model's own
   chat template);
 - the training loss curve (models/default/training/train_log.csv).
