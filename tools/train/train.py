@@ -447,7 +447,7 @@ def main():
     remaining = args.deadline - (time.time() - T_START)
     if args.no_ablation or snapshot is None:
         summary["noqat"] = {"skipped": "no QAT phase" if snapshot is None else "--no-ablation"}
-    elif remaining < ablation_need and not args.steps:
+    elif remaining < ablation_need:
         summary["noqat"] = {"skipped": f"only {remaining:.0f} s left, the ablation needs about {ablation_need:.0f} s"}
     else:
         try:
