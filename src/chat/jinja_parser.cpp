@@ -622,25 +622,18 @@ private:
         return expr1;
     }
 
-    ExprPtr parse_or() {
-        const Token start = current();
-        ExprPtr left = parse_and();
-        while (skip_name("or")) {
-            auto e = make(ExprKind::kOr, start);
-            e->a = std::move(left);
-            e->b = parse_and();
-            left = chained(std::move(e));
-        }
-        return left;
-    }
+    ExprPtr parse_or() { return parse_left_assoc("or", ExprKind::kOr, &Parser::parse_and); }
 
-    ExprPtr parse_and() {
+    ExprPtr parse_and() { return parse_left_assoc("and", ExprKind::kAnd, &Parser::parse_not); }
+
+    // `operand (keyword operand)*`, folded to the left: the shared shape of `or` and `and`.
+    ExprPtr parse_left_assoc(std::string_view keyword, ExprKind kind, ExprPtr (Parser::*operand)()) {
         const Token start = current();
-        ExprPtr left = parse_not();
-        while (skip_name("and")) {
-            auto e = make(ExprKind::kAnd, start);
+        ExprPtr left = (this->*operand)();
+        while (skip_name(keyword)) {
+            auto e = make(kind, start);
             e->a = std::move(left);
-            e->b = parse_not();
+            e->b = (this->*operand)();
             left = chained(std::move(e));
         }
         return left;

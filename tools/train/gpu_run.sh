@@ -2,7 +2,7 @@
 # One GPU run of the default model's training (tools/train/README.md):
 #   tools/train/gpu_run.sh STAGE_DIR OUT_DIR [extra train.py arguments]
 # STAGE_DIR from `/usr/bin/python3 tools/train/stage.py STAGE_DIR`; OUT_DIR gets model.tar, drafter.tar, noqat.tar,
-# the loss logs, summary.json and train.log (this run's whole output). Ends within about 8 minutes on an H200.
+# the loss logs, summary.json and train.log (this run's whole output). Ends by train.py's --deadline (default 380 s) on an H200.
 set -uo pipefail
 if [ $# -lt 2 ]; then echo "usage: $0 STAGE_DIR OUT_DIR [train.py args]" >&2; exit 2; fi
 STAGE=$1; OUT=$2; shift 2

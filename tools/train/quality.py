@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerates docs/quality.md from the committed default model (one command, CPU, about 20 minutes on this
-2-core machine when it is shared; the defaults score 4 windows of 2048 tokens):
+"""Regenerates docs/quality.md from the committed default model (one command, CPU; the defaults score 4 windows of
+2048 tokens; on this shared 2-core machine about 13 minutes with -j2 --threads 1, about 22 serially):
 
-  /usr/bin/python3 tools/train/quality.py [--msa build/msa] [--windows 4] [--out docs/quality.md]
+  /usr/bin/python3 tools/train/quality.py -j2 --threads 1 [--msa build/msa] [--windows 4] [--out docs/quality.md]
 
 What it measures (figures are computed by this script, never typed in):
 - held-out perplexity by the C++ engine (`msa score`, exact numerics) on the first --windows windows of 2048
@@ -12,6 +12,8 @@ What it measures (figures are computed by this script, never typed in):
 - the same perplexity from the Python reference (tools/reference/msaref, keyed top-k, exact mode) on the same
   tokens: the C++ and PyTorch figures must agree within 0.5%;
 - the DSpark drafter's acceptance length (greedy drafting verified greedily, PyTorch);
+- chat recitation from memory: `Recite REF.` and `Continue: FIRST HALF` for well-known and random training verses,
+  greedy, against the true text (needs tools/train/data/corpus_train.jsonl);
 - sample generations by `msa generate` (plain text continuations and chat prompts rendered with the model's own
   chat template);
 - the training loss curve (models/default/training/train_log.csv).
@@ -20,13 +22,17 @@ Raw results go to tools/train/quality.json.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import csv
 import datetime
+import difflib
 import json
 import math
 import os
+import random
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -53,11 +59,11 @@ def log(*a):
 
 def msa_score(msa: str, model_dir: str, ids: list, flags: list) -> float:
     """Sum of -log p over tokens 1.. of one window, by `msa score`."""
-    path = "/tmp/msa_quality_ids.txt"
-    with open(path, "w") as f:
+    with tempfile.NamedTemporaryFile("w", prefix="msa_quality_ids_", suffix=".txt") as f:  # one per call (--jobs)
         f.write(" ".join(str(int(t)) for t in ids))
-    r = subprocess.run([msa, "score", "--model", model_dir, "--ids", path, "--no-per-token", *flags],
-                       capture_output=True, text=True)
+        f.flush()
+        r = subprocess.run([msa, "score", "--model", model_dir, "--ids", f.name, "--no-per-token", *flags],
+                           capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"msa score {' '.join(flags)} failed: {r.stderr.strip()[-500:]}")
     return float(json.loads(r.stdout)["nll_sum"])
@@ -141,6 +147,79 @@ def generate(msa: str, model_dir: str, tok, ids: list, n: int, temperature: floa
     return tok.decode(out)
 
 
+# Well-known verses of the training books (the held-out books are Ruth, Ecclesiastes, Jonah, Mark, Philippians, Jude)
+FAMOUS = ("Genesis 1:1", "John 3:16", "Psalms 23:1", "John 11:35", "Proverbs 3:5", "Exodus 20:13", "Romans 6:23",
+          "Matthew 5:9", "Isaiah 40:31", "1 Corinthians 13:4", "John 1:1", "Psalms 119:105", "Proverbs 16:18",
+          "Matthew 6:9", "Hebrews 11:1", "Luke 2:14")
+
+
+def training_verses(corpus: str, n_random: int, seed: int = 7) -> list:
+    """[(reference, text)]: FAMOUS, then n_random verses drawn with a fixed seed, all from the training split."""
+    from prepare_data import kjv_chapters, read_docs
+    verses = {}
+    for d in read_docs(corpus):
+        if d["group"].startswith("kjv/"):
+            for book, chap, vs in kjv_chapters(d["text"]):
+                for num, text in vs:
+                    verses[f"{book} {chap}:{num}"] = text
+    rng = random.Random(seed)
+    refs = [r for r in FAMOUS if r in verses]
+    refs += rng.sample(sorted(set(verses) - set(refs)), n_random)
+    return [(r, verses[r]) for r in refs]
+
+
+def similarity(a: str, b: str) -> float:
+    """Word-level similarity in [0, 1] (difflib's ratio of the two word sequences)."""
+    return difflib.SequenceMatcher(None, a.split(), b.split(), autojunk=False).ratio()
+
+
+def leading_words(a: str, b: str) -> int:
+    """How many words a and b share from their starts."""
+    n = 0
+    for x, y in zip(a.split(), b.split()):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def recitation(args, tok, tmpl, tc, verses) -> dict:
+    """Chat recitation from memory, greedy, thinking disabled: "Recite REF." against the verse, and "Continue: first
+    half" against the second half. Exact = the same words; leading = words right from the start; similarity = word-level difflib ratio (shared
+    function words give unrelated KJV-style text about 0.05-0.1)."""
+    eos = tc["eos_token"]
+
+    def ask(q):
+        p = tmpl.render(messages=[{"role": "user", "content": q}], add_generation_prompt=True,
+                        thinking_mode="disabled", tools=None, bos_token=tc["bos_token"])
+        out = generate(args.msa, args.model, tok, tok.encode(p), 96, 0.0, 0)
+        return out[:-len(eos)] if out.endswith(eos) else out
+
+    jobs = []
+    for ref, text in verses:
+        words = text.split()
+        half = len(words) // 2
+        jobs.append(("recite", ref, f"Recite {ref}.", text))
+        if half >= 3:
+            jobs.append(("continue", ref, "Continue: " + " ".join(words[:half]), " ".join(words[half:])))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
+        answers = list(ex.map(lambda j: ask(j[2]), jobs))
+    res = {"verses": len(verses), "famous": list(FAMOUS), "items": []}
+    for (kind, ref, q, truth), a in zip(jobs, answers):
+        a = a.strip()
+        if kind == "recite" and a.split(" ", 1)[0].isdigit():  # a leading verse number is fine
+            a = a.split(" ", 1)[1] if " " in a else ""
+        res["items"].append({"kind": kind, "ref": ref, "prompt": q, "truth": truth, "answer": a,
+                             "exact": a.split() == truth.split(), "leading_words": leading_words(a, truth),
+                             "similarity": similarity(a, truth)})
+    for kind in ("recite", "continue"):
+        it = [x for x in res["items"] if x["kind"] == kind]
+        res[kind] = {"n": len(it), "exact": sum(x["exact"] for x in it),
+                     "mean_leading_words": sum(x["leading_words"] for x in it) / max(1, len(it)),
+                     "mean_similarity": sum(x["similarity"] for x in it) / max(1, len(it))}
+    return res
+
+
 def loss_curve(path: str, every: int) -> list:
     if not os.path.exists(path):
         return []
@@ -158,7 +237,13 @@ def main():
     ap.add_argument("--heldout", default=os.path.join(HERE, "data", "heldout.bin"))
     ap.add_argument("--windows", type=int, default=4, help="held-out windows of 2048 tokens")
     ap.add_argument("--long-windows", type=int, default=1, help="held-out windows of 4096 tokens")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="threads of each `msa score` run")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="`msa` runs at a time (the variants run in "
+                    "parallel; on a shared 2-core machine use -j2 with --threads 1)")
+    ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus_train.jsonl"),
+                    help="training corpus (the verses of the recitation check)")
+    ap.add_argument("--recite-random", type=int, default=16, help="random training verses in the recitation check "
+                    "(besides the well-known ones)")
     ap.add_argument("--accept-prompts", type=int, default=8)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "quality.md"))
     ap.add_argument("--json", default=os.path.join(HERE, "quality.json"))
@@ -202,13 +287,17 @@ def main():
                           ["--dense-attention", "--kv-cache-dtype", "bf16"], wins)]
         variants += [("4096-token windows: MSA top-%d, NVFP4 KV" % k, args.model, [], long_wins),
                      ("4096-token windows: dense attention, NVFP4 KV", args.model, ["--dense-attention"], long_wins)]
-    for name, mdir, flags, ws in variants:
+    def score_variant(v):
+        name, mdir, flags, ws = v
         t = time.time()
         nll = sum(msa_score(args.msa, mdir, w, flags + thr) for w in ws)
         n = sum(len(w) - 1 for w in ws)
-        res["variants"].append({"variant": name, "model": os.path.relpath(mdir, ROOT), "flags": flags,
-                                "tokens": n, "nll": nll / n, "ppl": math.exp(nll / n)})
         log(f"{name:55s} ppl {math.exp(nll / n):9.3f}  ({time.time() - t:.0f} s)")
+        return {"variant": name, "model": os.path.relpath(mdir, ROOT), "flags": flags, "tokens": n,
+                "nll": nll / n, "ppl": math.exp(nll / n)}
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:  # results in the order of `variants`
+        res["variants"] = list(ex.map(score_variant, variants))
 
     # C++ vs the Python reference on the same tokens
     ref, _ = load_model(args.model)
@@ -252,7 +341,9 @@ def main():
     prompts = [("text", "Genesis 1\n1 In the beginning"), ("text", "Psalms 23\n1 The LORD is my shepherd"),
                ("text", "Q: What is a hacker?\nA:")]
     chats = [("Recite John 3:16.", "enabled"), ("Tell me a fortune.", "disabled"),
-             ("What does the Bible say about wisdom?", "disabled")]
+             ("What does the Bible say about wisdom?", "disabled"), ("Recite Genesis 1:1.", "disabled"),
+             ("Continue: For God so loved the world,", "disabled"),
+             ("What does the book of Proverbs say about wisdom?", "enabled")]
     res["samples"] = []
     for i, (kind, p) in enumerate(prompts):
         res["samples"].append({"kind": "continuation", "prompt": p,
@@ -262,6 +353,10 @@ def main():
                         thinking_mode=think, tools=None, bos_token=tc["bos_token"])
         res["samples"].append({"kind": f"chat (thinking {think})", "prompt": q,
                                "output": generate(args.msa, args.model, tok, tok.encode(p), 120, 0.7, 10 + i)})
+    if os.path.exists(args.corpus):
+        t = time.time()
+        res["recitation"] = recitation(args, tok, tmpl, tc, training_verses(args.corpus, args.recite_random))
+        log(f"recitation: {res['recitation']['recite']} {res['recitation']['continue']} ({time.time() - t:.0f} s)")
     res["seconds"] = time.time() - t0
     with open(args.json, "w") as f:
         json.dump(res, f, indent=1)
@@ -313,6 +408,15 @@ def write_report(args, res, cfg):
                  + (f"; the no-QAT ablation's, unquantised, {summ['noqat']['final_heldout_loss']:.4f}"
                     if summ.get("noqat") else "")
                  + ". The figures below are the engine's, on fewer windows, so they differ.")
+    data = summ.get("data", {})
+    if "train_chat_tokens" in data:
+        L.append(f"- Training data (`tools/train/prepare_data.py`): {data['train_tokens'] / 1e6:.2f} M tokens, of which "
+                 f"{data['train_chat_tokens'] / 1e6:.2f} M are {data['train_chat_examples']} synthetic chat exchanges "
+                 "rendered with the model's chat template (KJV: recite a verse or passage, continue a verse, a verse "
+                 "about a theme; fortunes), all made from the training split"
+                 + (f"; {data['dropped_digit_heavy_fortunes']} digit-heavy fortunes left out"
+                    if "dropped_digit_heavy_fortunes" in data else "")
+                 + f". Held-out: {data['heldout_tokens']} tokens of {data['heldout_documents']} held-out documents.")
     L.append("")
     L.append("## Held-out perplexity (C++ engine, `msa score`)")
     L.append(f"{res['windows']} windows of {res['window_tokens']} tokens from the held-out documents "
@@ -358,6 +462,28 @@ def write_report(args, res, cfg):
         for r in curve:
             L.append(f"| {r['step']} | {r['phase']} | {r['lr']} | {r['loss']} | {r['indexer_kl']} | "
                      f"{r['heldout_loss']} |")
+        L.append("")
+    rec = res.get("recitation")
+    if rec:
+        L.append("## Chat recitation from memory")
+        L.append(f"{rec['verses']} verses of the training books ({len(rec['famous'])} well-known ones, the rest drawn "
+                 "with a fixed seed), asked through the chat template with thinking disabled and answered greedily "
+                 "by `msa generate`: `Recite REF.` against the verse, and `Continue: FIRST HALF` against the second "
+                 "half. Exact: the same words; leading words: words right from the start of the answer; similarity: "
+                 "word-level difflib ratio (1 = identical; unrelated KJV-style text scores about 0.05-0.1 from shared "
+                 "function words).")
+        L.append("")
+        L.append("| task | asked | exact | mean leading words | mean similarity |")
+        L.append("|---|---:|---:|---:|---:|")
+        for kind in ("recite", "continue"):
+            L.append(f"| {kind} | {rec[kind]['n']} | {rec[kind]['exact']} | {rec[kind]['mean_leading_words']:.2f} | "
+                     f"{rec[kind]['mean_similarity']:.2f} |")
+        L.append("")
+        L.append("| prompt | answer | leading words | similarity |")
+        L.append("|---|---|---:|---:|")
+        for x in rec["items"][:12]:
+            cell = lambda t: t.replace("|", "/").replace("\n", " ")[:160]  # noqa: E731
+            L.append(f"| {cell(x['prompt'])} | {cell(x['answer'])} | {x['leading_words']} | {x['similarity']:.2f} |")
         L.append("")
     with open(os.path.join(args.model, "tokenizer_config.json")) as f:
         eos = json.load(f)["eos_token"]
@@ -426,13 +552,24 @@ def write_report(args, res, cfg):
                    f"(prompt {empty[0]['prompt']!r}).")
     if degenerate:
         bad.append(f"{len(degenerate)} of {len(res['samples'])} samples drift into strings of digits or symbols "
-                   f"(e.g. {degenerate[0][:60]!r}): the fortune files of the corpus hold long digit "
-                   "strings (message ids, 'lucky numbers', a bignum listing) and a small model falls into them once "
-                   "a sampled token leaves plain prose.")
-    bad.append(f"It is a {summ.get('parameters', 0) / 1e6:.0f} M-parameter model trained for minutes on about 3 M "
-               "tokens of KJV, fortunes and the Jargon File: text has the style of its corpus but facts, reasoning "
-               "and long coherence are beyond it; chat answers imitate the format of the few synthetic chat "
-               "examples it saw.")
+                   f"(e.g. {degenerate[0][:60]!r}).")
+    else:
+        good.append(f"None of the {len(res['samples'])} samples drifts into strings of digits or symbols.")
+    if rec:
+        r, c = rec["recite"], rec["continue"]
+        line = (f"Chat recitation from memory (greedy): {r['exact']} of {r['n']} verses recited exactly (mean "
+                f"similarity {r['mean_similarity']:.2f}), {c['exact']} of {c['n']} verses continued exactly "
+                f"({c['mean_similarity']:.2f}).")
+        (good if r["mean_similarity"] >= 0.5 else bad).append(
+            line + ("" if r["mean_similarity"] >= 0.5 else " The model answers in the chat format with KJV-style "
+                    "verses, but it has not memorised which verse a reference names: at 10 M parameters it "
+                    "learns the style of the Bible, not its text."))
+    n_tok = summ.get("data", {}).get("train_tokens", 0)
+    bad.append(f"It is a {summ.get('parameters', 0) / 1e6:.0f} M-parameter model trained for minutes on "
+               f"{n_tok / 1e6:.1f} M tokens of KJV, fortunes, the Jargon File and synthetic chat exchanges built "
+               "from them: text has the style of its corpus, but facts, reasoning and long coherence are beyond it, "
+               "and chat answers only imitate the few kinds of synthetic exchange it saw (recite, continue, a verse "
+               "about a theme, a fortune).")
     L.append("Good:")
     L += [f"- {g}" for g in good]
     L.append("")
