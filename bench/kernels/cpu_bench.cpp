@@ -42,14 +42,25 @@ json with(json base, const json& more) {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// --cpu-time: kernels are timed by the process's CPU time instead of wall time (for comparing versions on a shared
+// machine with --threads 1, where wall time includes waiting for other jobs).
+bool g_cpu_time = false;
+
+double process_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Median of `reps` timings of fn (after one warm-up call).
 double time_median(int reps, const std::function<void()>& fn) {
     fn();
     std::vector<double> t;
     for (int r = 0; r < reps; ++r) {
         const auto t0 = Clock::now();
+        const double c0 = process_cpu_seconds();
         fn();
-        t.push_back(seconds_since(t0));
+        t.push_back(g_cpu_time ? process_cpu_seconds() - c0 : seconds_since(t0));
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
@@ -129,6 +140,38 @@ double copy_gbps(int threads) {
     return best + dst[n / 3] * 0.0;
 }
 
+// Read bandwidth, the access pattern of decode (weights and KV are only read): 64-bit sums over 256 MiB split over
+// the threads, four independent accumulators per thread. Best of 5 after a warm-up.
+double read_gbps(int threads) {
+    const std::size_t n = std::size_t{1} << 25;  // 64-bit words
+    std::vector<std::uint64_t> a(n);
+    for (std::size_t i = 0; i < n; ++i) a[i] = i;
+    double best = 0;
+    std::uint64_t sink = 0;
+    for (int r = 0; r < 6; ++r) {
+        const auto t0 = Clock::now();
+        std::uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            const std::size_t parts = static_cast<std::size_t>(omp_get_num_threads());
+            const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+            const std::size_t lo = n * me / parts / 4 * 4, hi = n * (me + 1) / parts / 4 * 4;
+            std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (std::size_t i = lo; i < hi; i += 4) {
+                s0 += a[i];
+                s1 += a[i + 1];
+                s2 += a[i + 2];
+                s3 += a[i + 3];
+            }
+            total += s0 + s1 + s2 + s3;
+        }
+        const double s = seconds_since(t0);
+        sink += total;
+        if (r > 0) best = std::max(best, 8.0 * static_cast<double>(n) / s / 1e9);
+    }
+    return best + static_cast<double>(sink & 1) * 0.0;
+}
+
 struct OwnedLinear {
     std::vector<std::uint8_t> data, scales;
     WeightView view;
@@ -149,7 +192,7 @@ OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, 
     return w;
 }
 
-void bench_gemv(Recorder& rec, double triad) {
+void bench_gemv(Recorder& rec, double triad, bool gemv_only) {
     std::mt19937 rng(1);
     const std::int64_t N = 4096, K = 4096;
     struct Case {
@@ -169,6 +212,7 @@ void bench_gemv(Recorder& rec, double triad) {
             total += ws.back().view.bytes();
         }
         for (std::int64_t m : {1, 8, 256}) {
+            if (gemv_only && m != 1) continue;
             std::vector<float> x(static_cast<std::size_t>(m * K)), y(static_cast<std::size_t>(m * N));
             for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
             cpu::Q8Rows xq;
@@ -256,8 +300,10 @@ double kv_bytes_per_decode_token(const ModelConfig& c, KvCacheDtype dtype, int c
     return bytes;
 }
 
-void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad) {
+void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad,
+                 bool random_kv, int decode_tokens) {
     BenchModel bm = bench::bench_model(name);
+    if (decode_tokens > 0) bm.decode_tokens = decode_tokens;
     const auto dir = cache_dir / name;
     const auto marker = dir / "config.json";
     bool fresh = true;
@@ -288,15 +334,23 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
         ForwardOutput out;
         model->forward(batch, {}, out);
     };
-    // Prefill in chunks of 512 (as the engine would), then decode one token at a time.
+    // Prefill in chunks of 512 (as the engine would), then decode one token at a time. With random_kv the prompt's
+    // KV pages are filled with random valid codes instead (decode reads the same bytes; values do not change speed).
     const auto t0 = Clock::now();
-    for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
+    if (random_kv) {
+        std::mt19937 kv_rng(7);
+        for (int p = 0; p * 128 < bm.prefill_tokens; ++p)
+            for (auto& b : model->kv_cache().page(pages[static_cast<std::size_t>(p)])) b = static_cast<std::uint8_t>(kv_rng() & 0x37);
+    } else {
+        for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
+    }
     const double prefill_s = seconds_since(t0);
     std::vector<double> steps;
     for (int i = 0; i < bm.decode_tokens; ++i) {
         const auto t = Clock::now();
+        const double c0 = process_cpu_seconds();
         run(bm.prefill_tokens + i, 1, 1);
-        steps.push_back(seconds_since(t));
+        steps.push_back(g_cpu_time ? process_cpu_seconds() - c0 : seconds_since(t));
     }
     std::sort(steps.begin(), steps.end());
     const double step_s = steps[steps.size() / 2];
@@ -310,8 +364,10 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
                         {"kv_cache_dtype", std::string(kv_cache_dtype_name(model->kv_dtype()))},
                         {"context", bm.prefill_tokens},
                         {"load_seconds", load_s}};
-    rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
-            with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
+    if (!random_kv) {
+        rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
+                with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
+    }
     const double achieved = (weight_bytes + kv_bytes) / step_s / 1e9;
     rec.add("model_" + name + "_decode", 1.0 / step_s, "tokens/s",
             with(extra, {{"median_step_seconds", step_s},
@@ -325,7 +381,8 @@ int run(int argc, char** argv) {
     std::string out_path, models = "tiny,mid", model_dir = "/tmp/msa_bench_models";
     Recorder rec;
     rec.commit = "unknown";
-    bool kernels = true;
+    bool kernels = true, random_kv = false, gemv_only = false;
+    int decode_tokens = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -337,6 +394,11 @@ int run(int argc, char** argv) {
         else if (a == "--models") models = next();
         else if (a == "--model-dir") model_dir = next();
         else if (a == "--no-kernels") kernels = false;
+        else if (a == "--random-kv") random_kv = true;
+        else if (a == "--gemv-only") gemv_only = true;
+        else if (a == "--cpu-time") g_cpu_time = true;
+        else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
+        else if (a == "--threads") set_num_threads(std::stoi(next()));
         else fail("unknown argument '{}' (see the comment at the top of cpu_bench.cpp)", a);
     }
     char date[32];
@@ -351,17 +413,21 @@ int run(int argc, char** argv) {
     rec.add("stream_triad", triad, "GB/s");
     const double copy = copy_gbps(num_threads());
     rec.add("memcpy_bandwidth", copy, "GB/s");
-    // Decode fractions are stated against the larger of the two measured bandwidths.
-    const double bandwidth = std::max(triad, copy);
+    const double read = read_gbps(num_threads());
+    rec.add("read_bandwidth", read, "GB/s");
+    // Decode fractions are stated against the largest of the measured bandwidths, each taken with the thread count
+    // the decode runs with.
+    const double bandwidth = std::max({triad, copy, read});
+    rec.add("reference_bandwidth", bandwidth, "GB/s");
     if (kernels) {
-        bench_gemv(rec, bandwidth);
-        bench_attention(rec, bandwidth);
+        bench_gemv(rec, bandwidth, gemv_only);
+        if (!gemv_only) bench_attention(rec, bandwidth);
     }
     std::size_t start = 0;
     while (start < models.size()) {
         const std::size_t comma = models.find(',', start);
         const std::string name = models.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!name.empty()) bench_model(rec, name, model_dir, bandwidth);
+        if (!name.empty()) bench_model(rec, name, model_dir, bandwidth, random_kv, decode_tokens);
         if (comma == std::string::npos) break;
         start = comma + 1;
     }

@@ -4,13 +4,23 @@
 namespace msa::cpu {
 namespace {
 
+inline __m256 bf16x8(const std::uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 struct Bf16Loader {
     const std::uint16_t* w;
     std::size_t ld;
-    __m256 load(std::int64_t n, std::int64_t k) const {
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + n * ld + k));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
+    static constexpr int kBlock = 32;
+    static constexpr int kPrefetchEvery = 32;
+    using Row = const std::uint16_t*;
+    using Scale = avx2::NoScale;
+    Row row(std::int64_t n) const { return w + n * ld; }
+    Scale block_scale(Row, std::int64_t) const { return {}; }
+    __m256 chunk(Row r, Scale, std::int64_t k, int c) const { return bf16x8(r + k + 8 * c); }
+    const char* address(std::int64_t n, std::int64_t k) const { return reinterpret_cast<const char*>(w + n * ld + k); }
+    __m256 load(std::int64_t n, std::int64_t k) const { return bf16x8(w + n * ld + k); }
     float scalar(std::int64_t n, std::int64_t k) const {
         const std::uint32_t bits = static_cast<std::uint32_t>(w[n * ld + k]) << 16;
         float f;
@@ -19,12 +29,22 @@ struct Bf16Loader {
     }
 };
 
+inline __m256 f16x8(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 struct F16Loader {
     const std::uint16_t* w;
     std::size_t ld;
-    __m256 load(std::int64_t n, std::int64_t k) const {
-        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + n * ld + k)));
-    }
+    static constexpr int kBlock = 32;
+    static constexpr int kPrefetchEvery = 32;
+    using Row = const std::uint16_t*;
+    using Scale = avx2::NoScale;
+    Row row(std::int64_t n) const { return w + n * ld; }
+    Scale block_scale(Row, std::int64_t) const { return {}; }
+    __m256 chunk(Row r, Scale, std::int64_t k, int c) const { return f16x8(r + k + 8 * c); }
+    const char* address(std::int64_t n, std::int64_t k) const { return reinterpret_cast<const char*>(w + n * ld + k); }
+    __m256 load(std::int64_t n, std::int64_t k) const { return f16x8(w + n * ld + k); }
     float scalar(std::int64_t n, std::int64_t k) const {
         return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(w[n * ld + k])));
     }
