@@ -229,6 +229,26 @@ void bench_gemv(Recorder& rec, double triad, bool gemv_only) {
                 }
             }) / static_cast<double>(count);
             const double bytes = static_cast<double>(ws[0].view.bytes());
+            if (m == 1) {
+                // The kernel's own speed with its weights in cache (256 KiB of them): the rate it could stream at
+                // if memory kept up. A kernel slower than the memory here cannot reach the bandwidth.
+                const std::int64_t row_bytes =
+                    c.format == LinearFormat::bf16 ? 2 * K : (c.format == LinearFormat::mxfp8 ? K : K / 2);
+                OwnedLinear hot = random_linear(c.format, (256 << 10) / row_bytes, K, rng);
+                const double th = time_median(50, [&] {
+                    for (int rep = 0; rep < 20; ++rep) {
+                        if (c.mode == 2) {
+                            cpu::quantize_rows_w4a4(x.data(), m, K, cpu::W4a4Input::fc1, xq);
+                            cpu::linear_q8(hot.view, xq, y.data());
+                        } else {
+                            cpu::linear(hot.view, x.data(), m, y.data(),
+                                        c.mode == 1 ? ActivationMode::int8 : ActivationMode::exact);
+                        }
+                    }
+                }) / 20.0;
+                rec.add(std::string("gemv_") + c.name + "_m1_in_cache", static_cast<double>(hot.view.bytes()) / th / 1e9,
+                        "GB/s", {{"rows", hot.view.rows}, {"cols", K}, {"batch", 1}, {"seconds", th}});
+            }
             json extra = {{"rows", N}, {"cols", K}, {"batch", m}, {"seconds", t}};
             if (m == 256) {
                 rec.add(std::string("gemm_") + c.name + "_m256", 2.0 * N * K * m / t / 1e9, "GFLOP/s", extra);
