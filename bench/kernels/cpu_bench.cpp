@@ -401,7 +401,7 @@ int run(int argc, char** argv) {
     std::string out_path, models = "tiny,mid", model_dir = "/tmp/msa_bench_models";
     Recorder rec;
     rec.commit = "unknown";
-    bool kernels = true, random_kv = false, gemv_only = false;
+    bool kernels = true, random_kv = false, gemv_only = false, attention_only = false;
     int decode_tokens = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -416,6 +416,7 @@ int run(int argc, char** argv) {
         else if (a == "--no-kernels") kernels = false;
         else if (a == "--random-kv") random_kv = true;
         else if (a == "--gemv-only") gemv_only = true;
+        else if (a == "--attention-only") attention_only = true;
         else if (a == "--cpu-time") g_cpu_time = true;
         else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
         else if (a == "--threads") set_num_threads(std::stoi(next()));
@@ -440,7 +441,7 @@ int run(int argc, char** argv) {
     const double bandwidth = std::max({triad, copy, read});
     rec.add("reference_bandwidth", bandwidth, "GB/s");
     if (kernels) {
-        bench_gemv(rec, bandwidth, gemv_only);
+        if (!attention_only) bench_gemv(rec, bandwidth, gemv_only);
         if (!gemv_only) bench_attention(rec, bandwidth);
     }
     std::size_t start = 0;

@@ -86,7 +86,6 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
     s.acc.assign(rows * D, 0.0f);
     s.m.assign(rows, -std::numeric_limits<float>::infinity());
     s.l.assign(rows, 0.0f);
-    s.k.resize(static_cast<std::size_t>(kKvPageTokens * D));
     s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
     s.a.resize(rows * D);
     s.logits.resize(rows * kKvPageTokens);
@@ -111,7 +110,6 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
         }
         const int valid = std::min(kKvPageTokens, seq.kv_len - b * kKvPageTokens);
         const std::int32_t page = seq.pages[b];
-        read_kv_rows(krows, page, valid, read_mode, s.k.data());
         if (pass == 1) read_kv_rows(vrows, page, valid, read_mode, s.v.data());
         // Gather the r heads of every user query, then one product against the block's keys.
         for (std::size_t u = 0; u < s.users.size(); ++u) {
@@ -120,7 +118,7 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
         }
         const std::int64_t arows = static_cast<std::int64_t>(s.users.size()) * r;
         if (q8) round_rows_to_e4m3(s.a.data(), static_cast<long>(arows * D));
-        gemm_nt_f32(s.a.data(), D, s.k.data(), D, s.logits.data(), kKvPageTokens, arows, valid, D);
+        dot_kv_rows(krows, page, valid, read_mode, s.a.data(), arows, s.logits.data(), kKvPageTokens, s.k);
         for (std::size_t u = 0; u < s.users.size(); ++u) {
             const int t = s.users[u];
             const std::int32_t pos = query_position(seq, task.i0 + t);
