@@ -1,8 +1,16 @@
-// CPU speed of MSA Engine: memory bandwidth (STREAM-style triad), GEMV/GEMM per weight format, MSA decode
-// attention against dense, and the whole model's prefill and decode on random checkpoints of two configs.
-// Writes a JSON array of {"figure", "value", "unit", "date", "machine", "commit", ...} records.
+// CPU speed of MSA Engine: memory bandwidth (STREAM-style triad, memcpy, read), GEMV/GEMM per weight format (also
+// with the weights in cache: the kernel's own ceiling), MSA decode attention against dense, and the whole model's
+// prefill and decode on random checkpoints of two configs. Writes a JSON array of {"figure", "value", "unit", "date",
+// "machine", "commit", "threads", "load_average", ...} records. bench/run_cpu_bench.sh is the usual entry point.
 //
-//   msa_cpu_bench --out bench/results/cpu_<date>.json --commit <sha> [--models tiny,mid] [--model-dir DIR]
+//   msa_cpu_bench --out FILE --commit SHA [--threads N] [--models tiny,mid] [--model-dir DIR]
+//       [--random-kv]        decode over random KV pages instead of after a real prefill (no prefill figure)
+//       [--decode-tokens N]  decode steps per model (median reported)
+//       [--cpu-time]         time by process CPU time instead of wall time (comparing versions on a busy machine
+//                            with --threads 1)
+//       [--quick]            skip the batch-256 GEMMs, batch-8 GEMVs and the 32K attention
+//       [--gemv-only | --attention-only | --no-kernels]
+//       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/bench_configs.h"
@@ -262,9 +270,10 @@ void bench_gemv(Recorder& rec, double triad, bool gemv_only) {
 
 // One attention layer's decode step (M3 geometry: 64 q heads... scaled to 16 q heads over 4 KV heads, head dim
 // 128, NVFP4 KV, top-16) at a long context: MSA (indexer + top-k + sparse attention) against dense attention.
-void bench_attention(Recorder& rec, double triad) {
+void bench_attention(Recorder& rec, double triad, bool quick) {
     const int H = 16, Hkv = 4, D = 128, topk = 16;
     for (int ctx : {8192, 32768}) {
+        if (quick && ctx > 8192) continue;
         const int blocks = ctx / 128;
         KvLayerView kv;
         kv.dtype = KvCacheDtype::NVFP4;
@@ -401,7 +410,7 @@ int run(int argc, char** argv) {
     std::string out_path, models = "tiny,mid", model_dir = "/tmp/msa_bench_models";
     Recorder rec;
     rec.commit = "unknown";
-    bool kernels = true, random_kv = false, gemv_only = false, attention_only = false;
+    bool kernels = true, random_kv = false, gemv_only = false, attention_only = false, quick = false;
     int decode_tokens = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -418,6 +427,11 @@ int run(int argc, char** argv) {
         else if (a == "--gemv-only") gemv_only = true;
         else if (a == "--attention-only") attention_only = true;
         else if (a == "--cpu-time") g_cpu_time = true;
+        else if (a == "--quick") quick = true;
+        else if (a == "--check") {
+            std::printf("msa_cpu_bench ok\n");
+            return 0;
+        }
         else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
         else if (a == "--threads") set_num_threads(std::stoi(next()));
         else fail("unknown argument '{}' (see the comment at the top of cpu_bench.cpp)", a);
@@ -441,8 +455,8 @@ int run(int argc, char** argv) {
     const double bandwidth = std::max({triad, copy, read});
     rec.add("reference_bandwidth", bandwidth, "GB/s");
     if (kernels) {
-        if (!attention_only) bench_gemv(rec, bandwidth, gemv_only);
-        if (!gemv_only) bench_attention(rec, bandwidth);
+        if (!attention_only) bench_gemv(rec, bandwidth, gemv_only || quick);
+        if (!gemv_only) bench_attention(rec, bandwidth, quick);
     }
     std::size_t start = 0;
     while (start < models.size()) {

@@ -86,7 +86,7 @@ void msa_select_blocks(const PagedRows& index_k, std::span<const AttentionSeq> s
             block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld, 0,
                                static_cast<std::int32_t>(ld));
         } else {
-            parallel_for(static_cast<std::size_t>(ld), 8, [&](std::size_t b0, std::size_t b1) {
+            parallel_for(static_cast<std::size_t>(ld), 2, [&](std::size_t b0, std::size_t b1) {
                 block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld,
                                    static_cast<std::int32_t>(b0), static_cast<std::int32_t>(b1));
             });
