@@ -2,7 +2,8 @@
 //
 // A "loader" turns 8 consecutive weights W[n][k..k+7] into exact floats (k a multiple of 8). The tile computes,
 // for MR activation rows and NR weight rows, 8-lane FMA accumulators over K in order. Small batches (decode,
-// speculative verify) run the loader straight on the quantised weights; large batches first decode a panel of
+// speculative verify) run the loader straight on the quantised weights (small_tile: row cursors, one scale per
+// block, prefetch of the next rows); large batches first decode a panel of
 // weights to floats (the same loader) and run the F32 loader over the panel, keeping the accumulators in memory
 // between K blocks. Both routes perform the same FMAs in the same order, so results are bit-identical.
 #pragma once
