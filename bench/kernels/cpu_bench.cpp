@@ -93,6 +93,7 @@ struct Recorder {
         extra["machine"] = machine;
         extra["commit"] = commit;
         extra["threads"] = num_threads();
+        extra["timing"] = g_cpu_time ? "process_cpu_time" : "wall";  // how kernels and decode steps were timed
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
