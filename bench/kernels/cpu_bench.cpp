@@ -367,6 +367,7 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     // Prefill in chunks of 512 (as the engine would), then decode one token at a time. With random_kv the prompt's
     // KV pages are filled with random valid codes instead (decode reads the same bytes; values do not change speed).
     const auto t0 = Clock::now();
+    const double prefill_c0 = process_cpu_seconds();
     if (random_kv) {
         std::mt19937 kv_rng(7);
         for (int p = 0; p * 128 < bm.prefill_tokens; ++p)
@@ -374,7 +375,7 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     } else {
         for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
     }
-    const double prefill_s = seconds_since(t0);
+    const double prefill_s = g_cpu_time ? process_cpu_seconds() - prefill_c0 : seconds_since(t0);
     std::vector<double> steps;
     for (int i = 0; i < bm.decode_tokens; ++i) {
         const auto t = Clock::now();
