@@ -15,6 +15,8 @@
 #   BENCH_BIN=PATH   use this msa_cpu_bench instead of building one; cpubin/msa_cpu_bench (bench/stage_cpu_bench.sh)
 #                    is picked up automatically when present
 #   BUILD=DIR, JOBS=N  build directory (default build-cpubench) and parallel jobs when building from source
+#   OMP_WAIT_POLICY=passive|active, GOMP_SPINCOUNT=N  passed to OpenMP as usual and recorded in every record: with
+#                    several threads on a busy machine the default (spinning) collapses decode, passive does not
 #
 # Examples: THREADS=16 RESULTS_DIR=$OUT bench/run_cpu_bench.sh          (full run, about 2-3 minutes on 16 cores)
 #           THREADS=1 RANDOM_KV=1 QUICK=1 RESULTS_DIR=$OUT bench/run_cpu_bench.sh
@@ -57,7 +59,7 @@ out="$results/cpu_$(date -u +%Y-%m-%d)_t${threads}.json"
 args=(--out "$out" --commit "$commit" --threads "$threads" --model-dir "${MODEL_DIR:-/tmp/msa_bench_models}")
 [[ "${RANDOM_KV:-0}" == 1 ]] && args+=(--random-kv)
 [[ "${QUICK:-0}" == 1 ]] && args+=(--quick)
-echo "msa_cpu_bench: $bin, $threads threads, commit $commit, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "msa_cpu_bench: $bin, $threads threads, commit $commit, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-}" >&2
 start=$(date +%s)
 "$bin" "${args[@]}" "$@"
 echo "wrote $out in $(( $(date +%s) - start )) s" >&2

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -94,6 +95,12 @@ struct Recorder {
         extra["commit"] = commit;
         extra["threads"] = num_threads();
         extra["timing"] = g_cpu_time ? "process_cpu_time" : "wall";  // how kernels and decode steps were timed
+        // OpenMP's waiting (spinning or sleeping threads between parallel regions) decides multi-thread decode on a
+        // busy machine: record it.
+        for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+            const char* v = std::getenv(var);
+            extra[var] = v ? v : "";
+        }
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
