@@ -1,8 +1,16 @@
-// CPU speed of MSA Engine: memory bandwidth (STREAM-style triad), GEMV/GEMM per weight format, MSA decode
-// attention against dense, and the whole model's prefill and decode on random checkpoints of two configs.
-// Writes a JSON array of {"figure", "value", "unit", "date", "machine", "commit", ...} records.
+// CPU speed of MSA Engine: memory bandwidth (STREAM-style triad, memcpy, read), GEMV/GEMM per weight format (also
+// with the weights in cache: the kernel's own ceiling), MSA decode attention against dense, and the whole model's
+// prefill and decode on random checkpoints of two configs. Writes a JSON array of {"figure", "value", "unit", "date",
+// "machine", "commit", "threads", "load_average", ...} records. bench/run_cpu_bench.sh is the usual entry point.
 //
-//   msa_cpu_bench --out bench/results/cpu_<date>.json --commit <sha> [--models tiny,mid] [--model-dir DIR]
+//   msa_cpu_bench --out FILE --commit SHA [--threads N] [--models tiny,mid] [--model-dir DIR]
+//       [--random-kv]        decode over random KV pages instead of after a real prefill (no prefill figure)
+//       [--decode-tokens N]  decode steps per model (median reported)
+//       [--cpu-time]         time by process CPU time instead of wall time (comparing versions on a busy machine
+//                            with --threads 1)
+//       [--quick]            skip the batch-256 GEMMs, batch-8 GEMVs and the 32K attention
+//       [--gemv-only | --attention-only | --no-kernels]
+//       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/bench_configs.h"
@@ -19,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -42,14 +51,25 @@ json with(json base, const json& more) {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// --cpu-time: kernels are timed by the process's CPU time instead of wall time (for comparing versions on a shared
+// machine with --threads 1, where wall time includes waiting for other jobs).
+bool g_cpu_time = false;
+
+double process_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Median of `reps` timings of fn (after one warm-up call).
 double time_median(int reps, const std::function<void()>& fn) {
     fn();
     std::vector<double> t;
     for (int r = 0; r < reps; ++r) {
         const auto t0 = Clock::now();
+        const double c0 = process_cpu_seconds();
         fn();
-        t.push_back(seconds_since(t0));
+        t.push_back(g_cpu_time ? process_cpu_seconds() - c0 : seconds_since(t0));
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
@@ -74,6 +94,13 @@ struct Recorder {
         extra["machine"] = machine;
         extra["commit"] = commit;
         extra["threads"] = num_threads();
+        extra["timing"] = g_cpu_time ? "process_cpu_time" : "wall";  // how kernels and decode steps were timed
+        // OpenMP's waiting (spinning or sleeping threads between parallel regions) decides multi-thread decode on a
+        // busy machine: record it.
+        for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+            const char* v = std::getenv(var);
+            extra[var] = v ? v : "";
+        }
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
@@ -129,6 +156,38 @@ double copy_gbps(int threads) {
     return best + dst[n / 3] * 0.0;
 }
 
+// Read bandwidth, the access pattern of decode (weights and KV are only read): 64-bit sums over 256 MiB split over
+// the threads, four independent accumulators per thread. Best of 5 after a warm-up.
+double read_gbps(int threads) {
+    const std::size_t n = std::size_t{1} << 25;  // 64-bit words
+    std::vector<std::uint64_t> a(n);
+    for (std::size_t i = 0; i < n; ++i) a[i] = i;
+    double best = 0;
+    std::uint64_t sink = 0;
+    for (int r = 0; r < 6; ++r) {
+        const auto t0 = Clock::now();
+        std::uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            const std::size_t parts = static_cast<std::size_t>(omp_get_num_threads());
+            const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+            const std::size_t lo = n * me / parts / 4 * 4, hi = n * (me + 1) / parts / 4 * 4;
+            std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (std::size_t i = lo; i < hi; i += 4) {
+                s0 += a[i];
+                s1 += a[i + 1];
+                s2 += a[i + 2];
+                s3 += a[i + 3];
+            }
+            total += s0 + s1 + s2 + s3;
+        }
+        const double s = seconds_since(t0);
+        sink += total;
+        if (r > 0) best = std::max(best, 8.0 * static_cast<double>(n) / s / 1e9);
+    }
+    return best + static_cast<double>(sink & 1) * 0.0;
+}
+
 struct OwnedLinear {
     std::vector<std::uint8_t> data, scales;
     WeightView view;
@@ -149,7 +208,7 @@ OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, 
     return w;
 }
 
-void bench_gemv(Recorder& rec, double triad) {
+void bench_gemv(Recorder& rec, double triad, bool gemv_only) {
     std::mt19937 rng(1);
     const std::int64_t N = 4096, K = 4096;
     struct Case {
@@ -169,6 +228,7 @@ void bench_gemv(Recorder& rec, double triad) {
             total += ws.back().view.bytes();
         }
         for (std::int64_t m : {1, 8, 256}) {
+            if (gemv_only && m != 1) continue;
             std::vector<float> x(static_cast<std::size_t>(m * K)), y(static_cast<std::size_t>(m * N));
             for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
             cpu::Q8Rows xq;
@@ -185,6 +245,26 @@ void bench_gemv(Recorder& rec, double triad) {
                 }
             }) / static_cast<double>(count);
             const double bytes = static_cast<double>(ws[0].view.bytes());
+            if (m == 1) {
+                // The kernel's own speed with its weights in cache (256 KiB of them): the rate it could stream at
+                // if memory kept up. A kernel slower than the memory here cannot reach the bandwidth.
+                const std::int64_t row_bytes =
+                    c.format == LinearFormat::bf16 ? 2 * K : (c.format == LinearFormat::mxfp8 ? K : K / 2);
+                OwnedLinear hot = random_linear(c.format, (256 << 10) / row_bytes, K, rng);
+                const double th = time_median(50, [&] {
+                    for (int rep = 0; rep < 20; ++rep) {
+                        if (c.mode == 2) {
+                            cpu::quantize_rows_w4a4(x.data(), m, K, cpu::W4a4Input::fc1, xq);
+                            cpu::linear_q8(hot.view, xq, y.data());
+                        } else {
+                            cpu::linear(hot.view, x.data(), m, y.data(),
+                                        c.mode == 1 ? ActivationMode::int8 : ActivationMode::exact);
+                        }
+                    }
+                }) / 20.0;
+                rec.add(std::string("gemv_") + c.name + "_m1_in_cache", static_cast<double>(hot.view.bytes()) / th / 1e9,
+                        "GB/s", {{"rows", hot.view.rows}, {"cols", K}, {"batch", 1}, {"seconds", th}});
+            }
             json extra = {{"rows", N}, {"cols", K}, {"batch", m}, {"seconds", t}};
             if (m == 256) {
                 rec.add(std::string("gemm_") + c.name + "_m256", 2.0 * N * K * m / t / 1e9, "GFLOP/s", extra);
@@ -198,9 +278,10 @@ void bench_gemv(Recorder& rec, double triad) {
 
 // One attention layer's decode step (M3 geometry: 64 q heads... scaled to 16 q heads over 4 KV heads, head dim
 // 128, NVFP4 KV, top-16) at a long context: MSA (indexer + top-k + sparse attention) against dense attention.
-void bench_attention(Recorder& rec, double triad) {
+void bench_attention(Recorder& rec, double triad, bool quick) {
     const int H = 16, Hkv = 4, D = 128, topk = 16;
     for (int ctx : {8192, 32768}) {
+        if (quick && ctx > 8192) continue;
         const int blocks = ctx / 128;
         KvLayerView kv;
         kv.dtype = KvCacheDtype::NVFP4;
@@ -256,8 +337,10 @@ double kv_bytes_per_decode_token(const ModelConfig& c, KvCacheDtype dtype, int c
     return bytes;
 }
 
-void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad) {
+void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad,
+                 bool random_kv, int decode_tokens) {
     BenchModel bm = bench::bench_model(name);
+    if (decode_tokens > 0) bm.decode_tokens = decode_tokens;
     const auto dir = cache_dir / name;
     const auto marker = dir / "config.json";
     bool fresh = true;
@@ -288,15 +371,24 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
         ForwardOutput out;
         model->forward(batch, {}, out);
     };
-    // Prefill in chunks of 512 (as the engine would), then decode one token at a time.
+    // Prefill in chunks of 512 (as the engine would), then decode one token at a time. With random_kv the prompt's
+    // KV pages are filled with random valid codes instead (decode reads the same bytes; values do not change speed).
     const auto t0 = Clock::now();
-    for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
-    const double prefill_s = seconds_since(t0);
+    const double prefill_c0 = process_cpu_seconds();
+    if (random_kv) {
+        std::mt19937 kv_rng(7);
+        for (int p = 0; p * 128 < bm.prefill_tokens; ++p)
+            for (auto& b : model->kv_cache().page(pages[static_cast<std::size_t>(p)])) b = static_cast<std::uint8_t>(kv_rng() & 0x37);
+    } else {
+        for (int p = 0; p < bm.prefill_tokens; p += 512) run(p, std::min(512, bm.prefill_tokens - p), p + 512 >= bm.prefill_tokens);
+    }
+    const double prefill_s = g_cpu_time ? process_cpu_seconds() - prefill_c0 : seconds_since(t0);
     std::vector<double> steps;
     for (int i = 0; i < bm.decode_tokens; ++i) {
         const auto t = Clock::now();
+        const double c0 = process_cpu_seconds();
         run(bm.prefill_tokens + i, 1, 1);
-        steps.push_back(seconds_since(t));
+        steps.push_back(g_cpu_time ? process_cpu_seconds() - c0 : seconds_since(t));
     }
     std::sort(steps.begin(), steps.end());
     const double step_s = steps[steps.size() / 2];
@@ -310,8 +402,10 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
                         {"kv_cache_dtype", std::string(kv_cache_dtype_name(model->kv_dtype()))},
                         {"context", bm.prefill_tokens},
                         {"load_seconds", load_s}};
-    rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
-            with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
+    if (!random_kv) {
+        rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
+                with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
+    }
     const double achieved = (weight_bytes + kv_bytes) / step_s / 1e9;
     rec.add("model_" + name + "_decode", 1.0 / step_s, "tokens/s",
             with(extra, {{"median_step_seconds", step_s},
@@ -325,7 +419,8 @@ int run(int argc, char** argv) {
     std::string out_path, models = "tiny,mid", model_dir = "/tmp/msa_bench_models";
     Recorder rec;
     rec.commit = "unknown";
-    bool kernels = true;
+    bool kernels = true, random_kv = false, gemv_only = false, attention_only = false, quick = false;
+    int decode_tokens = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -337,6 +432,17 @@ int run(int argc, char** argv) {
         else if (a == "--models") models = next();
         else if (a == "--model-dir") model_dir = next();
         else if (a == "--no-kernels") kernels = false;
+        else if (a == "--random-kv") random_kv = true;
+        else if (a == "--gemv-only") gemv_only = true;
+        else if (a == "--attention-only") attention_only = true;
+        else if (a == "--cpu-time") g_cpu_time = true;
+        else if (a == "--quick") quick = true;
+        else if (a == "--check") {
+            std::printf("msa_cpu_bench ok\n");
+            return 0;
+        }
+        else if (a == "--decode-tokens") decode_tokens = std::stoi(next());
+        else if (a == "--threads") set_num_threads(std::stoi(next()));
         else fail("unknown argument '{}' (see the comment at the top of cpu_bench.cpp)", a);
     }
     char date[32];
@@ -351,17 +457,21 @@ int run(int argc, char** argv) {
     rec.add("stream_triad", triad, "GB/s");
     const double copy = copy_gbps(num_threads());
     rec.add("memcpy_bandwidth", copy, "GB/s");
-    // Decode fractions are stated against the larger of the two measured bandwidths.
-    const double bandwidth = std::max(triad, copy);
+    const double read = read_gbps(num_threads());
+    rec.add("read_bandwidth", read, "GB/s");
+    // Decode fractions are stated against the largest of the measured bandwidths, each taken with the thread count
+    // the decode runs with.
+    const double bandwidth = std::max({triad, copy, read});
+    rec.add("reference_bandwidth", bandwidth, "GB/s");
     if (kernels) {
-        bench_gemv(rec, bandwidth);
-        bench_attention(rec, bandwidth);
+        if (!attention_only) bench_gemv(rec, bandwidth, gemv_only || quick);
+        if (!gemv_only) bench_attention(rec, bandwidth, quick);
     }
     std::size_t start = 0;
     while (start < models.size()) {
         const std::size_t comma = models.find(',', start);
         const std::string name = models.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!name.empty()) bench_model(rec, name, model_dir, bandwidth);
+        if (!name.empty()) bench_model(rec, name, model_dir, bandwidth, random_kv, decode_tokens);
         if (comma == std::string::npos) break;
         start = comma + 1;
     }

@@ -23,6 +23,7 @@ struct Task {
     std::size_t seq;
     int group;
     std::int32_t i0, i1;  // query range within the sequence
+    int h0, h1;           // query heads [h0, h1) of the group's H / Hkv
 };
 
 // Blocks one query attends to, ascending. Dense: 0..local. Sparse: its valid selected entries.
@@ -56,8 +57,10 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
                  float* out, Scratch& s) {
     const int D = shape.head_dim;
     const int H = shape.num_heads;
-    const int r = H / shape.num_kv_heads;
+    const int group_heads = H / shape.num_kv_heads;
     const int g = task.group;
+    const int h0 = task.h0;
+    const int r = task.h1 - task.h0;  // heads of this task
     const int nq = task.i1 - task.i0;
     const bool q8 = numerics == AttentionNumerics::q8kv4;
     const KvRead read_mode = q8 ? KvRead::e4m3 : KvRead::exact;
@@ -86,7 +89,6 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
     s.acc.assign(rows * D, 0.0f);
     s.m.assign(rows, -std::numeric_limits<float>::infinity());
     s.l.assign(rows, 0.0f);
-    s.k.resize(static_cast<std::size_t>(kKvPageTokens * D));
     s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
     s.a.resize(rows * D);
     s.logits.resize(rows * kKvPageTokens);
@@ -111,16 +113,15 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
         }
         const int valid = std::min(kKvPageTokens, seq.kv_len - b * kKvPageTokens);
         const std::int32_t page = seq.pages[b];
-        read_kv_rows(krows, page, valid, read_mode, s.k.data());
         if (pass == 1) read_kv_rows(vrows, page, valid, read_mode, s.v.data());
         // Gather the r heads of every user query, then one product against the block's keys.
         for (std::size_t u = 0; u < s.users.size(); ++u) {
             const std::int64_t row = seq.q_offset + task.i0 + s.users[u];
-            std::memcpy(s.a.data() + u * r * D, q + (row * H + g * r) * D, sizeof(float) * r * D);
+            std::memcpy(s.a.data() + u * r * D, q + (row * H + g * group_heads + h0) * D, sizeof(float) * r * D);
         }
         const std::int64_t arows = static_cast<std::int64_t>(s.users.size()) * r;
         if (q8) round_rows_to_e4m3(s.a.data(), static_cast<long>(arows * D));
-        gemm_nt_f32(s.a.data(), D, s.k.data(), D, s.logits.data(), kKvPageTokens, arows, valid, D);
+        dot_kv_rows(krows, page, valid, read_mode, s.a.data(), arows, s.logits.data(), kKvPageTokens, s.k);
         for (std::size_t u = 0; u < s.users.size(); ++u) {
             const int t = s.users[u];
             const std::int32_t pos = query_position(seq, task.i0 + t);
@@ -143,7 +144,7 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
         const std::int64_t row = seq.q_offset + task.i0 + t;
         for (int h = 0; h < r; ++h) {
             const std::size_t st = static_cast<std::size_t>(t * r + h);
-            float* o = out + (row * H + g * r + h) * D;
+            float* o = out + (row * H + g * group_heads + h0 + h) * D;
             if (s.blocks[static_cast<std::size_t>(t)].empty()) {
                 std::fill_n(o, D, 0.0f);
                 continue;
@@ -169,7 +170,20 @@ void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const flo
                   seq.pages ? "a" : "no");
         for (int g = 0; g < shape.num_kv_heads; ++g)
             for (std::int32_t i0 = 0; i0 < seq.q_len; i0 += kQueryTile)
-                tasks.push_back(Task{si, g, i0, std::min(seq.q_len, i0 + kQueryTile)});
+                tasks.push_back(Task{si, g, i0, std::min(seq.q_len, i0 + kQueryTile), 0, shape.num_heads / shape.num_kv_heads});
+    }
+    // Decode has one task per KV group, fewer than the threads: split the group's query heads over tasks as well.
+    // Every head's softmax and sums are its own, so results do not change (each task re-reads the group's blocks).
+    const int group_heads = shape.num_heads / shape.num_kv_heads;
+    const int head_split =
+        std::min<int>(group_heads, static_cast<int>(num_threads() / std::max<std::size_t>(tasks.size(), 1)));
+    if (head_split > 1) {
+        std::vector<Task> split;
+        for (const Task& t : tasks)
+            for (int p = 0; p < head_split; ++p)
+                split.push_back(Task{t.seq, t.group, t.i0, t.i1, group_heads * p / head_split,
+                                     group_heads * (p + 1) / head_split});
+        tasks.swap(split);
     }
     parallel_for(tasks.size(), 1, [&](std::size_t begin, std::size_t end) {
         Scratch scratch;

@@ -2,7 +2,8 @@
 //
 // A "loader" turns 8 consecutive weights W[n][k..k+7] into exact floats (k a multiple of 8). The tile computes,
 // for MR activation rows and NR weight rows, 8-lane FMA accumulators over K in order. Small batches (decode,
-// speculative verify) run the loader straight on the quantised weights; large batches first decode a panel of
+// speculative verify) run the loader straight on the quantised weights (small_tile: row cursors, one scale per
+// block, prefetch of the next rows); large batches first decode a panel of
 // weights to floats (the same loader) and run the F32 loader over the panel, keeping the accumulators in memory
 // between K blocks. Both routes perform the same FMAs in the same order, so results are bit-identical.
 #pragma once
@@ -19,9 +20,22 @@
 
 namespace msa::cpu::avx2 {
 
+// Besides load(n, k) (8 weights) and scalar(n, k), a loader offers the block interface of small_tile: kBlock weights
+// per scale block, a Row cursor, block_scale(row, k) and chunk(row, scale, k, c) = load(n, k + 8c) exactly, and the
+// address of weight (n, k) for prefetching every kPrefetchEvery columns (64 bytes).
+struct NoScale {};
+
 struct F32Loader {
     const float* w;
     std::size_t ld;
+    static constexpr int kBlock = 8;
+    static constexpr int kPrefetchEvery = 16;
+    using Row = const float*;
+    using Scale = NoScale;
+    Row row(std::int64_t n) const { return w + n * ld; }
+    Scale block_scale(Row, std::int64_t) const { return {}; }
+    __m256 chunk(Row r, Scale, std::int64_t k, int c) const { return _mm256_loadu_ps(r + k + 8 * c); }
+    const char* address(std::int64_t n, std::int64_t k) const { return reinterpret_cast<const char*>(w + n * ld + k); }
     __m256 load(std::int64_t n, std::int64_t k) const { return _mm256_loadu_ps(w + n * ld + k); }
     float scalar(std::int64_t n, std::int64_t k) const { return w[n * ld + k]; }
 };
@@ -61,6 +75,61 @@ inline void tile_dispatch(int mr, int nr, const float* x, std::size_t ldx, const
 #undef MSA_TILE_CASE
 }
 
+// The small-batch tile for loaders that decode whole blocks (kBlock weights sharing one scale; see the loaders):
+// the same FMAs in the same order as tile_accumulate (8-lane chunks in K order), but the row pointers and each
+// block's scale are computed once, and while a tile streams its NR weight rows it prefetches the same columns of
+// the next NR rows (rows are short at decode sizes, too short for the hardware prefetcher to ramp up on each).
+template <int MR, int NR, class Loader>
+inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::int64_t n, std::int64_t k_vec,
+                       bool prefetch, __m256* acc) {
+    constexpr int kChunks = Loader::kBlock / 8;
+    typename Loader::Row r[NR];
+    for (int j = 0; j < NR; ++j) r[j] = w.row(n + j);
+    __m256 a[MR][NR];
+    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) a[i][j] = _mm256_setzero_ps();
+    const std::int64_t k_blocks = k_vec / Loader::kBlock * Loader::kBlock;
+    std::int64_t k = 0;
+    for (; k < k_blocks; k += Loader::kBlock) {
+        if (prefetch && k % Loader::kPrefetchEvery == 0) {
+            for (int j = 0; j < NR; ++j) _mm_prefetch(w.address(n + NR + j, k), _MM_HINT_T0);
+        }
+        typename Loader::Scale sc[NR];
+        for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);
+        for (int c = 0; c < kChunks; ++c) {
+            __m256 wv[NR];
+            for (int j = 0; j < NR; ++j) wv[j] = w.chunk(r[j], sc[j], k, c);
+            for (int i = 0; i < MR; ++i) {
+                const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
+                for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+            }
+        }
+    }
+    for (; k < k_vec; k += 8) {  // 8-column remainder (F32-like loaders only), same order
+        for (int j = 0; j < NR; ++j) {
+            const __m256 wv = w.load(n + j, k);
+            for (int i = 0; i < MR; ++i) a[i][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * ldx + k), wv, a[i][j]);
+        }
+    }
+    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) acc[i * NR + j] = a[i][j];
+}
+
+template <class Loader>
+inline void small_dispatch(int mr, int nr, const float* x, std::size_t ldx, const Loader& w, std::int64_t n,
+                           std::int64_t k_vec, bool prefetch, __m256* acc) {
+#define MSA_SMALL_CASE(R, C) \
+    case (R) * 8 + (C): small_tile<R, C>(x, ldx, w, n, k_vec, prefetch, acc); return;
+    switch (mr * 8 + nr) {
+        MSA_SMALL_CASE(1, 1) MSA_SMALL_CASE(1, 2) MSA_SMALL_CASE(1, 3) MSA_SMALL_CASE(1, 4)
+        MSA_SMALL_CASE(2, 1) MSA_SMALL_CASE(2, 2) MSA_SMALL_CASE(2, 3) MSA_SMALL_CASE(2, 4)
+        MSA_SMALL_CASE(3, 1) MSA_SMALL_CASE(3, 2) MSA_SMALL_CASE(3, 3)
+        MSA_SMALL_CASE(4, 1) MSA_SMALL_CASE(4, 2) MSA_SMALL_CASE(4, 3)
+        default: break;
+    }
+#undef MSA_SMALL_CASE
+}
+
 // Columns per tile: wider when few rows share each weight load.
 inline int tile_cols(int mr) { return mr <= 2 ? 4 : 3; }
 
@@ -88,9 +157,9 @@ void gemm_rows(const GemmJob& job, const Loader& loader, float post) {
             for (std::int64_t n = job.n0; n < job.n1; n += nr_max) {
                 const int nr = static_cast<int>(std::min<std::int64_t>(nr_max, job.n1 - n));
                 __m256 acc[16];
-                for (auto& a : acc) a = _mm256_setzero_ps();
                 const float* x = job.x + i0 * K;
-                tile_dispatch(mr, nr, x, ldx, loader, n, 0, k_vec, acc);
+                const bool prefetch = n + 2 * nr_max <= job.n1;
+                small_dispatch(mr, nr, x, ldx, loader, n, k_vec, prefetch, acc);
                 for (int i = 0; i < mr; ++i)
                     for (int j = 0; j < nr; ++j)
                         job.y[(i0 + i) * job.ldy + n + j] =

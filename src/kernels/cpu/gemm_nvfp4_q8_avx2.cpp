@@ -23,54 +23,104 @@ inline __m256 half_scales8(const std::uint8_t* s) {
     return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(s), _mm256_set1_ps(128.0f));
 }
 
-template <int MR>
-void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n) {
+// MR activation rows against NR consecutive weight rows. Every output accumulates exactly as with NR = 1 (two
+// accumulators alternating by block pair, in K order), so the result does not depend on the tile shape; more rows
+// per pass give the core independent work and, with the prefetch of the next NR rows, keep the short rows of decode
+// streaming.
+template <int MR, int NR>
+void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n, bool prefetch) {
     const std::int64_t K = job.w->cols;
     const std::int64_t groups = K / 16;
-    const auto* wq = static_cast<const std::uint8_t*>(job.w->data) + n * (K / 2);
-    const std::uint8_t* ws = job.w->scales + n * groups;
+    const auto* wbase = static_cast<const std::uint8_t*>(job.w->data);
+    const std::uint8_t* wq[NR];
+    const std::uint8_t* ws[NR];
+    for (int j = 0; j < NR; ++j) {
+        wq[j] = wbase + (n + j) * (K / 2);
+        ws[j] = job.w->scales + (n + j) * groups;
+    }
+    const std::uint8_t* next = wbase + (n + NR) * (K / 2);  // the next tile's rows, contiguous after these
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled)));
     const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     // For step j (blocks 2j, 2j+1 of an 8-block run): lanes of the first block get its scale, the others the second.
-    const __m256i pick[4] = {_mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1), _mm256_setr_epi32(2, 2, 3, 3, 2, 2, 3, 3),
-                             _mm256_setr_epi32(4, 4, 5, 5, 4, 4, 5, 5), _mm256_setr_epi32(6, 6, 7, 7, 6, 6, 7, 7)};
-    __m256 acc[MR][2];
-    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    alignas(32) static const std::int32_t pick[4][8] = {
+        {0, 0, 1, 1, 0, 0, 1, 1}, {2, 2, 3, 3, 2, 2, 3, 3}, {4, 4, 5, 5, 4, 4, 5, 5}, {6, 6, 7, 7, 6, 6, 7, 7}};
+    __m256 acc0[MR][NR], acc1[MR][NR];
+    for (int i = 0; i < MR; ++i)
+        for (int r = 0; r < NR; ++r) acc0[i][r] = acc1[i][r] = _mm256_setzero_ps();
     for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
         const int steps = static_cast<int>(std::min<std::int64_t>(8, groups - g0)) / 2;
-        __m256 cs[MR];
-        if (steps == 4) {
-            const __m256 wsc = half_scales8(ws + g0);
-            for (int i = 0; i < MR; ++i) cs[i] = _mm256_mul_ps(wsc, _mm256_loadu_ps(xq.d.data() + (i0 + i) * groups + g0));
-        } else {
-            alignas(32) float tmp[MR][8] = {};
-            for (int i = 0; i < MR; ++i)
-                for (int g = 0; g < 2 * steps; ++g)
-                    tmp[i][g] = 0.5f * e4m3_value(ws[g0 + g]) * xq.d[static_cast<std::size_t>((i0 + i) * groups + g0 + g)];
-            for (int i = 0; i < MR; ++i) cs[i] = _mm256_load_ps(tmp[i]);
+        if (prefetch) {
+            // 8 blocks = 64 bytes of each row: fetch the matching bytes of the next tile (NR rows further on).
+            for (int r = 0; r < NR; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
         }
-        for (int j = 0; j < steps; ++j) {
+        __m256 cs[MR][NR];
+        for (int r = 0; r < NR; ++r) {
+            if (steps == 4) {
+                const __m256 wsc = half_scales8(ws[r] + g0);
+                for (int i = 0; i < MR; ++i)
+                    cs[i][r] = _mm256_mul_ps(wsc, _mm256_loadu_ps(xq.d.data() + (i0 + i) * groups + g0));
+            } else {
+                alignas(32) float tmp[MR][8] = {};
+                for (int i = 0; i < MR; ++i)
+                    for (int g = 0; g < 2 * steps; ++g)
+                        tmp[i][g] = 0.5f * e4m3_value(ws[r][g0 + g]) *
+                                    xq.d[static_cast<std::size_t>((i0 + i) * groups + g0 + g)];
+                for (int i = 0; i < MR; ++i) cs[i][r] = _mm256_load_ps(tmp[i]);
+            }
+        }
+        // Block pair j adds into accumulator set j & 1 (named, not indexed, so that they stay in registers).
+        auto step = [&](int j, __m256 (&a)[MR][NR]) __attribute__((always_inline)) {
             const std::int64_t g = g0 + 2 * j;
-            const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq + g * 8)));
-            const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, shifts), low4);
-            const __m256i w = _mm256_shuffle_epi8(lut, codes);
-            const __m256i aw = _mm256_sign_epi8(w, w);
-            for (int i = 0; i < MR; ++i) {
-                const __m256i x =
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + (i0 + i) * K + g * 16));
-                const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
-                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                acc[i][j & 1] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(cs[i], pick[j]), acc[i][j & 1]);
+            const __m256i pj = _mm256_load_si256(reinterpret_cast<const __m256i*>(pick[j]));
+            __m256i x[MR];
+            for (int i = 0; i < MR; ++i)
+                x[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + (i0 + i) * K + g * 16));
+            for (int r = 0; r < NR; ++r) {
+                const __m256i b =
+                    _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq[r] + g * 8)));
+                const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, shifts), low4);
+                const __m256i w = _mm256_shuffle_epi8(lut, codes);
+                const __m256i aw = _mm256_sign_epi8(w, w);
+                for (int i = 0; i < MR; ++i) {
+                    const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x[i], w));
+                    const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                    a[i][r] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(cs[i][r], pj), a[i][r]);
+                }
+            }
+        };
+        if (steps == 4) {
+            step(0, acc0);
+            step(1, acc1);
+            step(2, acc0);
+            step(3, acc1);
+        } else {
+            for (int j = 0; j < steps; ++j) {
+                if (j & 1) {
+                    step(j, acc1);
+                } else {
+                    step(j, acc0);
+                }
             }
         }
     }
     for (int i = 0; i < MR; ++i) {
         const std::int64_t row = i0 + i;
-        const float s = avx2::hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
-        job.y[row * job.ldy + n] = s * job.w->global_scale * xq.row_mul[static_cast<std::size_t>(row)];
+        for (int r = 0; r < NR; ++r) {
+            const float s = avx2::hsum(_mm256_add_ps(acc0[i][r], acc1[i][r]));
+            job.y[row * job.ldy + n + r] = s * job.w->global_scale * xq.row_mul[static_cast<std::size_t>(row)];
+        }
     }
+}
+
+// Weight rows per tile for mr activation rows (register budget: mr * nr * 3 accumulators and scales).
+template <int MR>
+void tile_rows(const GemmJob& job, const Q8Rows& xq, std::int64_t i0) {
+    constexpr int NR = MR == 1 ? 4 : (MR == 2 ? 2 : 1);
+    std::int64_t n = job.n0;
+    for (; n + NR <= job.n1; n += NR) tile<MR, NR>(job, xq, i0, n, n + 2 * NR <= job.n1);
+    for (; n < job.n1; ++n) tile<MR, 1>(job, xq, i0, n, false);
 }
 
 }  // namespace
@@ -79,13 +129,11 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n)
 void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
     for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
         const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));
-        for (std::int64_t n = job.n0; n < job.n1; ++n) {
-            switch (mr) {
-                case 1: tile<1>(job, xq, i0, n); break;
-                case 2: tile<2>(job, xq, i0, n); break;
-                case 3: tile<3>(job, xq, i0, n); break;
-                default: tile<4>(job, xq, i0, n); break;
-            }
+        switch (mr) {
+            case 1: tile_rows<1>(job, xq, i0); break;
+            case 2: tile_rows<2>(job, xq, i0); break;
+            case 3: tile_rows<3>(job, xq, i0); break;
+            default: tile_rows<4>(job, xq, i0); break;
         }
     }
 }

@@ -4,12 +4,15 @@
 #include "formats/nvfp4.h"
 #include "formats/scalar_formats.h"
 #include "kernels/cpu/fp_tables.h"
+#include "kernels/cpu/gemm_nt.h"
 
 #include <cstring>
 
 namespace msa::cpu {
 
 void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out);
+void dot_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a,
+                            std::int64_t arows, float* out, std::int64_t ldo);
 
 void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const float* x) {
     std::uint8_t* data = rows.row_data(page, slot);
@@ -65,6 +68,18 @@ void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mo
             }
             return;
     }
+}
+
+void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a, std::int64_t arows,
+                 float* out, std::int64_t ldo, std::vector<float>& scratch) {
+    if (count <= 0 || arows <= 0) return;
+    if (rows.dtype == KvCacheDtype::NVFP4 && cpu_features().avx2 && rows.dim % 16 == 0 && arows <= kFusedDotMaxRows) {
+        dot_kv_rows_nvfp4_avx2(rows, page, count, mode, a, arows, out, ldo);
+        return;
+    }
+    scratch.resize(static_cast<std::size_t>(count) * static_cast<std::size_t>(rows.dim));
+    read_kv_rows(rows, page, count, mode, scratch.data());
+    gemm_nt_f32(a, rows.dim, scratch.data(), rows.dim, out, ldo, arows, count, rows.dim);
 }
 
 }  // namespace msa::cpu

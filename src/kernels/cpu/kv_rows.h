@@ -5,6 +5,7 @@
 #include "kernels/kv_layout.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace msa::cpu {
 
@@ -20,5 +21,15 @@ enum class KvRead {
 
 // Rows [0, count) of `page` -> out [count][dim].
 void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out);
+
+// out[i * ldo + t] = a[i] . row t (read as by read_kv_rows with `mode`) for i < arows, t < count: the same FP32 sums
+// as read_kv_rows followed by gemm_nt_f32, bit for bit. Few query rows over NVFP4 (decode) take a fused AVX2 kernel
+// that decodes each stored row once, in registers, for all query rows; otherwise the rows are read into `scratch`
+// (resized as needed) and multiplied there.
+void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a, std::int64_t arows,
+                 float* out, std::int64_t ldo, std::vector<float>& scratch);
+
+// Query rows up to which dot_kv_rows takes its fused path.
+inline constexpr std::int64_t kFusedDotMaxRows = 8;
 
 }  // namespace msa::cpu

@@ -6,16 +6,21 @@
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace msa::cpu {
 namespace {
 
-// Splits the output features over threads; a chunk gets at least ~64K multiply-adds so that tiny layers stay on
-// one thread.
+// Output rows per chunk: at least ~64K multiply-adds so that tiny layers stay on one thread.
+std::size_t output_grain(const WeightView& w, std::int64_t m) {
+    const std::int64_t work_per_row = std::max<std::int64_t>(1, w.cols * m);
+    return static_cast<std::size_t>(std::max<std::int64_t>(4, (65536 + work_per_row - 1) / work_per_row));
+}
+
+// Splits the output features over threads.
 template <class Fn>
 void split_outputs(const WeightView& w, std::int64_t m, Fn&& fn) {
-    const std::int64_t work_per_row = std::max<std::int64_t>(1, w.cols * m);
-    const std::size_t grain = static_cast<std::size_t>(std::max<std::int64_t>(4, (65536 + work_per_row - 1) / work_per_row));
+    const std::size_t grain = output_grain(w, m);
     parallel_for(static_cast<std::size_t>(w.rows), grain, [&](std::size_t b, std::size_t e) {
         fn(static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
     });
@@ -65,18 +70,61 @@ void linear(const WeightView& w, const float* x, std::int64_t m, float* y, Activ
     });
 }
 
-void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
+namespace {
+
+void check_q8(const WeightView& w, const Q8Rows& xq) {
     MSA_CHECK(w.format == LinearFormat::nvfp4, "the integer GEMM path needs NVFP4 weights, got {}",
               linear_format_name(w.format));
     MSA_CHECK(xq.k == w.cols, "quantised activations have {} columns but the weight has {}", xq.k, w.cols);
+}
+
+void run_q8(const GemmJob& job, const Q8Rows& xq) {
+    if (cpu_features().avx2 && job.w->cols % 32 == 0) {
+        gemm_nvfp4_q8_avx2(job, xq);
+    } else {
+        gemm_nvfp4_q8_scalar(job, xq);
+    }
+}
+
+}  // namespace
+
+void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
+    check_q8(w, xq);
     if (xq.m <= 0) return;
-    const bool simd = cpu_features().avx2 && w.cols % 32 == 0;
-    split_outputs(w, xq.m, [&](std::int64_t n0, std::int64_t n1) {
-        const GemmJob job{&w, nullptr, xq.m, y, w.rows, n0, n1};
-        if (simd) {
-            gemm_nvfp4_q8_avx2(job, xq);
-        } else {
-            gemm_nvfp4_q8_scalar(job, xq);
+    split_outputs(w, xq.m, [&](std::int64_t n0, std::int64_t n1) { run_q8(GemmJob{&w, nullptr, xq.m, y, w.rows, n0, n1}, xq); });
+}
+
+void linear_many(std::span<const LinearTask> tasks) {
+    // Int8-mode NVFP4 tasks quantise their activations first, as linear() does.
+    std::vector<Q8Rows> quantised(tasks.size());
+    struct Chunk {
+        std::size_t task;
+        std::int64_t n0, n1;
+    };
+    std::vector<Chunk> chunks;
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+        const LinearTask& task = tasks[t];
+        if (task.m <= 0) continue;
+        if (task.xq != nullptr) {
+            check_q8(*task.w, *task.xq);
+        } else if (task.mode == ActivationMode::int8 && task.w->format == LinearFormat::nvfp4) {
+            quantize_rows_q8(task.x, task.m, task.w->cols, quantised[t]);
+        }
+        const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
+        for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({t, n0, std::min(task.w->rows, n0 + grain)});
+    }
+    parallel_for(chunks.size(), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t c = begin; c < end; ++c) {
+            const LinearTask& task = tasks[chunks[c].task];
+            const Q8Rows& own = quantised[chunks[c].task];
+            const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, chunks[c].n0, chunks[c].n1};
+            if (task.xq != nullptr) {
+                run_q8(job, *task.xq);
+            } else if (own.m > 0) {
+                run_q8(job, own);
+            } else {
+                run_float(job);
+            }
         }
     });
 }

@@ -18,6 +18,7 @@
 #include "kernels/weight_view.h"
 
 #include <cstdint>
+#include <span>
 
 namespace msa::cpu {
 
@@ -28,6 +29,22 @@ void linear(const WeightView& w, const float* x, std::int64_t m, float* y, Activ
 
 // y = xq * W^T for NVFP4 weights with pre-quantised activations (lets two weights share one quantisation).
 void linear_q8(const WeightView& w, const Q8Rows& xq, float* y);
+
+// One layer of a linear_many() call: y = x * W^T with float activations x and `mode` as in linear(), or, when xq is
+// set, NVFP4 weights against pre-quantised activations as in linear_q8() (x and mode are then unused).
+struct LinearTask {
+    const WeightView* w = nullptr;
+    const float* x = nullptr;
+    const Q8Rows* xq = nullptr;
+    std::int64_t m = 0;
+    float* y = nullptr;
+    ActivationMode mode = ActivationMode::exact;
+};
+
+// Several independent layers in one parallel region, their output rows split over the threads together (decode runs
+// many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
+// of linear() / linear_q8() on each task, bit for bit.
+void linear_many(std::span<const LinearTask> tasks);
 
 // Checks that a weight view is usable by linear() (shape multiples the format needs, non-null pointers); throws
 // msa::Error naming `what` otherwise.

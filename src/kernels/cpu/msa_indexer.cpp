@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "kernels/cpu/gemm_nt.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/softmax_pv.h"
 
@@ -29,7 +28,7 @@ void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const
     std::vector<float> a(static_cast<std::size_t>(rows * D));
     std::memcpy(a.data(), iq + (seq.q_offset + i0) * groups * D, sizeof(float) * a.size());
     if (q8) round_rows_to_e4m3(a.data(), static_cast<long>(a.size()));
-    std::vector<float> keys(static_cast<std::size_t>(kKvPageTokens * D));
+    std::vector<float> keys;  // decoded index keys when dot_kv_rows does not fuse
     std::vector<float> dots(static_cast<std::size_t>(rows * kKvPageTokens));
     const std::int32_t last_block = std::min(last_pos / kKvPageTokens, b_end - 1);
     for (std::int32_t b = b_begin; b <= last_block; ++b) {
@@ -38,10 +37,9 @@ void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const
         while (first < i1 && query_position(seq, first) < b * kKvPageTokens) ++first;
         if (first == i1) continue;
         const int valid = std::min(kKvPageTokens, seq.kv_len - b * kKvPageTokens);
-        read_kv_rows(index_k, seq.pages[b], valid, q8 ? KvRead::e4m3 : KvRead::exact, keys.data());
         const std::int64_t off = static_cast<std::int64_t>(first - i0) * groups;
-        gemm_nt_f32(a.data() + off * D, D, keys.data(), D, dots.data() + off * kKvPageTokens, kKvPageTokens,
-                    rows - off, valid, D);
+        dot_kv_rows(index_k, seq.pages[b], valid, q8 ? KvRead::e4m3 : KvRead::exact, a.data() + off * D, rows - off,
+                    dots.data() + off * kKvPageTokens, kKvPageTokens, keys);
         for (std::int32_t i = first; i < i1; ++i) {
             const int visible = std::min(valid, query_position(seq, i) - b * kKvPageTokens + 1);
             for (int g = 0; g < groups; ++g) {
@@ -88,7 +86,7 @@ void msa_select_blocks(const PagedRows& index_k, std::span<const AttentionSeq> s
             block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld, 0,
                                static_cast<std::int32_t>(ld));
         } else {
-            parallel_for(static_cast<std::size_t>(ld), 8, [&](std::size_t b0, std::size_t b1) {
+            parallel_for(static_cast<std::size_t>(ld), 2, [&](std::size_t b0, std::size_t b1) {
                 block_scores_range(index_k, seq, iq, groups, task.i0, task.i1, options.numerics, scores.data(), ld,
                                    static_cast<std::int32_t>(b0), static_cast<std::int32_t>(b1));
             });
