@@ -53,8 +53,13 @@ fi
 threads=${THREADS:-$(nproc)}
 results=${RESULTS_DIR:-bench/results}
 mkdir -p "$results"
-commit=$(git rev-parse --short HEAD 2>/dev/null || cat "$(dirname "$bin")/commit.txt" 2>/dev/null || echo unknown)
-if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then commit="$commit+dirty"; fi
+# A staged binary records the commit it was built from; the checkout it runs in may be a copy with stale git data.
+if [[ -f "$(dirname "$bin")/commit.txt" ]]; then
+  commit="$(cat "$(dirname "$bin")/commit.txt") (staged)"
+else
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then commit="$commit+dirty"; fi
+fi
 out="$results/cpu_$(date -u +%Y-%m-%d)_t${threads}.json"
 args=(--out "$out" --commit "$commit" --threads "$threads" --model-dir "${MODEL_DIR:-/tmp/msa_bench_models}")
 [[ "${RANDOM_KV:-0}" == 1 ]] && args+=(--random-kv)
