@@ -1,12 +1,30 @@
 #include "core/parallel.h"
 
-#include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
 
+// A persistent pool instead of one OpenMP region per call. Decode runs dozens of short loops per token; with
+// OpenMP each ends in a barrier that waits for every thread, so one descheduled thread (a busy machine) stalls
+// the step, and spinning partners take the CPU it needs. Here the caller and the workers claim the ranges of a
+// loop from one shared counter: the caller runs every range nobody has claimed yet, and waits only for ranges
+// that a running thread has already started. A worker that wakes late finds nothing left and goes back to sleep.
 namespace msa {
 namespace {
+
+int available_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 int initial_threads() {
     for (const char* var : {"MSA_NUM_THREADS", "OMP_NUM_THREADS"}) {
@@ -15,37 +33,154 @@ int initial_threads() {
             if (n > 0) return n;
         }
     }
-    return std::max(1, omp_get_num_procs());
+    return available_cpus();
 }
 
-int& thread_count() {
-    static int n = initial_threads();
+std::atomic<int>& thread_count() {
+    static std::atomic<int> n{initial_threads()};
     return n;
+}
+
+// True on a pool worker, and on a caller while it runs a loop: nested loops then run serially in that thread.
+thread_local bool in_parallel_loop = false;
+
+using RangeFn = std::function<void(std::size_t, std::size_t)>;
+
+class Pool {
+public:
+    // Runs fn over n items split into `ranges` contiguous ranges, with up to ranges - 1 workers helping.
+    void run(std::size_t n, std::uint32_t ranges, const RangeFn& fn) {
+        ensure_workers(ranges - 1);
+        fn_.store(&fn, std::memory_order_relaxed);
+        n_.store(n, std::memory_order_relaxed);
+        ranges_.store(ranges, std::memory_order_relaxed);
+        done_.store(0, std::memory_order_relaxed);
+        error_ = nullptr;
+        const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+        // The ticket carries the generation, so a claim by a worker still looking at an older loop fails.
+        ticket_.store(static_cast<std::uint64_t>(gen) << 32, std::memory_order_release);
+        generation_.store(gen, std::memory_order_release);
+        generation_.notify_all();
+
+        in_parallel_loop = true;
+        claim_and_run(gen);
+        in_parallel_loop = false;
+        // Wait for ranges that workers started; spin briefly (they are short), then sleep on the counter.
+        for (int spin = 0;; ++spin) {
+            const std::uint32_t d = done_.load(std::memory_order_acquire);
+            if (d == ranges) break;
+            if (spin < 4096) {
+                cpu_relax();
+            } else {
+                done_.wait(d, std::memory_order_acquire);
+            }
+        }
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+
+    void ensure_workers(std::uint32_t wanted) {
+        while (workers_.size() < wanted) {
+            workers_.emplace_back([this] { worker_loop(); });
+            workers_.back().detach();  // the pool lives for the process; workers sleep when idle
+        }
+    }
+
+    // Claims ranges of loop `gen` until none is left; returns when the counter has moved past them or to a newer loop.
+    void claim_and_run(std::uint32_t gen) {
+        std::uint64_t t = ticket_.load(std::memory_order_acquire);
+        while (true) {
+            if (static_cast<std::uint32_t>(t >> 32) != gen) return;
+            const std::uint32_t ranges = ranges_.load(std::memory_order_relaxed);
+            const auto index = static_cast<std::uint32_t>(t);
+            if (index >= ranges) return;
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                continue;
+            }
+            // The claim succeeded while the ticket still showed `gen`, so the loop's parameters are this loop's,
+            // and its caller cannot return before this range is counted done.
+            const std::size_t n = n_.load(std::memory_order_relaxed);
+            const std::size_t begin = n * index / ranges;
+            const std::size_t end = n * (index + 1) / ranges;
+            try {
+                if (begin < end) (*fn_.load(std::memory_order_relaxed))(begin, end);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(error_mutex_);
+                if (!error_) error_ = std::current_exception();
+            }
+            if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == ranges) done_.notify_all();
+            t = ticket_.load(std::memory_order_acquire);
+        }
+    }
+
+    void worker_loop() {
+        in_parallel_loop = true;
+        std::uint32_t seen = generation_.load(std::memory_order_acquire);
+        while (true) {
+            std::uint32_t gen = generation_.load(std::memory_order_acquire);
+            for (int spin = 0; gen == seen && spin < 1024; ++spin) {
+                cpu_relax();
+                gen = generation_.load(std::memory_order_acquire);
+            }
+            if (gen == seen) {
+                generation_.wait(seen, std::memory_order_acquire);
+                continue;
+            }
+            seen = gen;
+            claim_and_run(gen);
+        }
+    }
+
+    std::vector<std::thread> workers_;
+    std::atomic<std::uint32_t> generation_{0};
+    std::atomic<std::uint64_t> ticket_{0};
+    std::atomic<const RangeFn*> fn_{nullptr};
+    std::atomic<std::size_t> n_{0};
+    std::atomic<std::uint32_t> ranges_{0};
+    std::atomic<std::uint32_t> done_{0};
+    std::mutex error_mutex_;
+    std::exception_ptr error_;
+};
+
+Pool& pool() {
+    static Pool* p = new Pool();  // never destroyed: detached workers may still be asleep on it at exit
+    return *p;
+}
+
+std::mutex& pool_mutex() {
+    static std::mutex m;
+    return m;
 }
 
 }  // namespace
 
-int num_threads() { return thread_count(); }
+int num_threads() { return thread_count().load(std::memory_order_relaxed); }
 
-void set_num_threads(int n) { thread_count() = std::max(1, n); }
+void set_num_threads(int n) { thread_count().store(std::max(1, n), std::memory_order_relaxed); }
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn) {
     if (n == 0) return;
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t max_chunks = (n + grain - 1) / grain;
-    const int threads = static_cast<int>(std::min<std::size_t>(max_chunks, static_cast<std::size_t>(num_threads())));
-    if (threads <= 1) {
+    const auto ranges = static_cast<std::uint32_t>(
+        std::min<std::size_t>(max_chunks, static_cast<std::size_t>(num_threads())));
+    if (ranges <= 1 || in_parallel_loop) {
         fn(0, n);
         return;
     }
-#pragma omp parallel num_threads(threads)
-    {
-        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-        const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
-        const std::size_t begin = n * t / nt;
-        const std::size_t end = n * (t + 1) / nt;
-        if (begin < end) fn(begin, end);
+    // One loop at a time uses the pool; a second thread calling meanwhile runs its loop by itself.
+    std::unique_lock<std::mutex> lock(pool_mutex(), std::try_to_lock);
+    if (!lock.owns_lock()) {
+        fn(0, n);
+        return;
     }
+    pool().run(n, ranges, fn);
 }
 
 }  // namespace msa

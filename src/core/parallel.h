@@ -1,4 +1,4 @@
-// Data-parallel loops for CPU kernels. Backed by OpenMP (libgomp); one place to change if we ever swap runtimes.
+// Data-parallel loops for CPU kernels, run by one persistent thread pool (parallel.cpp says why not OpenMP regions).
 // Never call from HTTP threads: kernels run on the engine thread only.
 #pragma once
 

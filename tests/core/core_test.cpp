@@ -6,7 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +70,75 @@ TEST(ParallelFor, CoversEveryIndexExactlyOnce) {
             for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
         }
     }
+}
+
+TEST(ParallelFor, SameRangesAsAStaticSplit) {
+    // Kernels rely on the split being deterministic (bit-identical results whatever thread runs a range).
+    set_num_threads(4);
+    std::mutex m;
+    std::vector<std::pair<std::size_t, std::size_t>> seen;
+    parallel_for(10, 1, [&](std::size_t begin, std::size_t end) {
+        const std::lock_guard<std::mutex> lock(m);
+        seen.emplace_back(begin, end);
+    });
+    std::sort(seen.begin(), seen.end());
+    const std::vector<std::pair<std::size_t, std::size_t>> expected{{0, 2}, {2, 5}, {5, 7}, {7, 10}};
+    EXPECT_EQ(seen, expected);
+}
+
+TEST(ParallelFor, NestedLoopsRunInTheCallingThread) {
+    set_num_threads(3);
+    std::atomic<long> total{0};
+    parallel_for(6, 1, [&](std::size_t begin, std::size_t end) {
+        const auto outer = std::this_thread::get_id();
+        for (std::size_t i = begin; i < end; ++i) {
+            parallel_for(50, 1, [&](std::size_t b, std::size_t e) {
+                EXPECT_EQ(std::this_thread::get_id(), outer);
+                total += static_cast<long>(e - b);
+            });
+        }
+    });
+    EXPECT_EQ(total.load(), 300);
+}
+
+TEST(ParallelFor, AnExceptionReachesTheCallerAfterEveryRangeEnded) {
+    set_num_threads(3);
+    std::atomic<int> finished{0};
+    EXPECT_THROW(parallel_for(3, 1,
+                              [&](std::size_t begin, std::size_t) {
+                                  if (begin == 1) throw std::runtime_error("range 1 failed");
+                                  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                  finished++;
+                              }),
+                 std::runtime_error);
+    EXPECT_EQ(finished.load(), 2);
+    // The pool still works afterwards.
+    std::atomic<int> count{0};
+    parallel_for(100, 1, [&](std::size_t b, std::size_t e) { count += static_cast<int>(e - b); });
+    EXPECT_EQ(count.load(), 100);
+}
+
+TEST(ParallelFor, ManyShortLoopsFromSeveralThreads) {
+    // Loops back to back (decode runs dozens per token) and from several callers at once: every index once.
+    set_num_threads(3);
+    std::vector<std::thread> callers;
+    std::atomic<int> failures{0};
+    for (int c = 0; c < 3; ++c) {
+        callers.emplace_back([&, c] {
+            for (int round = 0; round < 300; ++round) {
+                const std::size_t n = static_cast<std::size_t>(1 + (round * 7 + c) % 40);
+                std::vector<std::atomic<int>> hits(n);
+                parallel_for(n, 1, [&](std::size_t b, std::size_t e) {
+                    for (std::size_t i = b; i < e; ++i) hits[i]++;
+                });
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (hits[i].load() != 1) failures++;
+                }
+            }
+        });
+    }
+    for (auto& t : callers) t.join();
+    EXPECT_EQ(failures.load(), 0);
 }
 
 TEST(CpuFeatures, OverrideForTesting) {
