@@ -160,16 +160,20 @@ std::mutex& pool_mutex() {
 
 }  // namespace
 
-int num_threads() { return thread_count().load(std::memory_order_relaxed); }
+int num_threads() {
+    return thread_count().load(std::memory_order_relaxed);
+}
 
-void set_num_threads(int n) { thread_count().store(std::max(1, n), std::memory_order_relaxed); }
+void set_num_threads(int n) {
+    thread_count().store(std::max(1, n), std::memory_order_relaxed);
+}
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn) {
     if (n == 0) return;
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t max_chunks = (n + grain - 1) / grain;
-    const auto ranges = static_cast<std::uint32_t>(
-        std::min<std::size_t>(max_chunks, static_cast<std::size_t>(num_threads())));
+    const auto ranges =
+        static_cast<std::uint32_t>(std::min<std::size_t>(max_chunks, static_cast<std::size_t>(num_threads())));
     if (ranges <= 1 || in_parallel_loop) {
         fn(0, n);
         return;

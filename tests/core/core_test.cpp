@@ -9,13 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <numeric>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace msa {
