@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -59,20 +60,23 @@ public:
         const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
         // The ticket carries the generation, so a claim by a worker still looking at an older loop fails.
         ticket_.store(static_cast<std::uint64_t>(gen) << 32, std::memory_order_release);
-        generation_.store(gen, std::memory_order_release);
-        generation_.notify_all();
+        generation_.store(gen, std::memory_order_seq_cst);
+        // Wake sleeping workers (the seq_cst pair with worker_loop: either a worker sees the new generation, or we
+        // see it counted as asleep). No condition_variable call when every worker is still spinning.
+        if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+            { const std::lock_guard<std::mutex> lock(sleep_mutex_); }
+            wake_.notify_all();
+        }
 
         in_parallel_loop = true;
         claim_and_run(gen);
         in_parallel_loop = false;
-        // Wait for ranges that workers started; spin briefly (they are short), then sleep on the counter.
-        for (int spin = 0;; ++spin) {
-            const std::uint32_t d = done_.load(std::memory_order_acquire);
-            if (d == ranges) break;
+        // Wait for the ranges that workers started: they are short, so spin, then yield the CPU between checks.
+        for (int spin = 0; done_.load(std::memory_order_acquire) != ranges; ++spin) {
             if (spin < 4096) {
                 cpu_relax();
             } else {
-                done_.wait(d, std::memory_order_acquire);
+                std::this_thread::yield();
             }
         }
         if (error_) std::rethrow_exception(error_);
@@ -114,7 +118,7 @@ private:
                 const std::lock_guard<std::mutex> lock(error_mutex_);
                 if (!error_) error_ = std::current_exception();
             }
-            if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == ranges) done_.notify_all();
+            done_.fetch_add(1, std::memory_order_acq_rel);
             t = ticket_.load(std::memory_order_acquire);
         }
     }
@@ -124,12 +128,16 @@ private:
         std::uint32_t seen = generation_.load(std::memory_order_acquire);
         while (true) {
             std::uint32_t gen = generation_.load(std::memory_order_acquire);
-            for (int spin = 0; gen == seen && spin < 1024; ++spin) {
+            for (int spin = 0; gen == seen && spin < 512; ++spin) {
                 cpu_relax();
                 gen = generation_.load(std::memory_order_acquire);
             }
             if (gen == seen) {
-                generation_.wait(seen, std::memory_order_acquire);
+                // Sleep until a new loop is published (std::atomic::wait is avoided: GCC 12's can miss wake-ups).
+                std::unique_lock<std::mutex> lock(sleep_mutex_);
+                sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                while (generation_.load(std::memory_order_seq_cst) == seen) wake_.wait(lock);
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
                 continue;
             }
             seen = gen;
@@ -145,6 +153,9 @@ private:
     std::atomic<std::uint32_t> ranges_{0};
     std::atomic<std::uint32_t> done_{0};
     std::mutex error_mutex_;
+    std::mutex sleep_mutex_;
+    std::condition_variable wake_;
+    std::atomic<int> sleepers_{0};
     std::exception_ptr error_;
 };
 
