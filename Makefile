@@ -53,7 +53,7 @@ test: setup-test configure
 
 asan:
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	    -DMSA_SANITIZE=ON -DMSA_CUDA=OFF -DMSA_BUILD_BENCH=OFF
+	    -DMSA_SANITIZE=ON -DMSA_CUDA=OFF -DMSA_BUILD_BENCH=OFF -DMSA_UNIT_TESTS_ONLY=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure -j $(JOBS)

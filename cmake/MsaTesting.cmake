@@ -1,16 +1,23 @@
 # msa_add_test(<name> SOURCES ... LIBS ... [LABELS ...]): one GoogleTest binary, each TEST registered with ctest.
 # Label "unit" marks tests that also run in the ASan+UBSan build; "slow", "parity", "e2e" mark the others.
+# With MSA_UNIT_TESTS_ONLY (the `make asan` build, which runs only `ctest -L unit`) a test binary without the label
+# "unit" is left out of the default build and not registered; it can still be built by name.
+option(MSA_UNIT_TESTS_ONLY "Build and register only the GoogleTest binaries labelled unit" OFF)
 include(GoogleTest)
 function(msa_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock rapidcheck
                                         rapidcheck_gtest)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE MSA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   msa_target_defaults(${name})
-  if(NOT ARG_LABELS)
-    set(ARG_LABELS unit)
+  if(MSA_UNIT_TESTS_ONLY AND NOT "unit" IN_LIST ARG_LABELS)
+    set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
+    return()
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
