@@ -83,7 +83,7 @@ void CpuBackend::attention(const AttentionLayer& layer, std::span<const Attentio
 
 void CpuBackend::mlp(const ExpertWeightsView& weights, const float* x, std::int64_t m, float* out,
                      ActivationMode mode) {
-    expert_forward(weights, x, m, out, mode, false);
+    expert_forward(weights, x, m, out, mode);
 }
 
 void CpuBackend::moe(const MoeLayer& layer, const float* x, std::int64_t m, float* out, ActivationMode mode) {

@@ -31,24 +31,10 @@ void gather_q8_rows(const Q8Rows& all, const std::vector<std::int64_t>& slots, i
 
 }  // namespace
 
-void expert_forward(const ExpertWeightsView& w, const float* x, std::int64_t m, float* out, ActivationMode mode,
-                    bool w4a4) {
+void expert_forward(const ExpertWeightsView& w, const float* x, std::int64_t m, float* out, ActivationMode mode) {
     if (m <= 0) return;
     const std::int64_t inter = w.w1.rows;
     std::vector<float> gate(static_cast<std::size_t>(m * inter)), up(gate.size());
-    if (w4a4) {
-        MSA_CHECK(w.w1.format == LinearFormat::nvfp4 && w.w3.format == LinearFormat::nvfp4 &&
-                      w.w2.format == LinearFormat::nvfp4,
-                  "W4A4 experts need NVFP4 weights");
-        Q8Rows xq;
-        quantize_rows_w4a4(x, m, w.w1.cols, W4a4Input::fc1, xq);
-        linear_q8(w.w1, xq, gate.data());
-        linear_q8(w.w3, xq, up.data());
-        swigluoai(gate.data(), up.data(), m * inter, gate.data());
-        quantize_rows_w4a4(gate.data(), m, inter, W4a4Input::fc2, xq);
-        linear_q8(w.w2, xq, out);
-        return;
-    }
     linear(w.w1, x, m, gate.data(), mode);
     linear(w.w3, x, m, up.data(), mode);
     swigluoai(gate.data(), up.data(), m * inter, gate.data());
