@@ -223,6 +223,27 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request) {
 }
 
 std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCallback on_event) {
+    auto rs = prepare_request(request);
+    std::lock_guard lock(shared_->mu);
+    check_accepting(1);
+    auto handle = enqueue(std::move(rs), std::move(on_event));
+    shared_->cv.notify_all();
+    return handle;
+}
+
+std::vector<std::shared_ptr<RequestHandle>> Engine::submit_batch(std::vector<GenerateRequest> requests) {
+    std::vector<std::unique_ptr<EngineRequestState>> prepared;
+    prepared.reserve(requests.size());
+    for (const auto& r : requests) prepared.push_back(prepare_request(r));  // any refusal refuses the whole batch
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    std::lock_guard lock(shared_->mu);
+    check_accepting(static_cast<std::int32_t>(prepared.size()));
+    for (auto& rs : prepared) handles.push_back(enqueue(std::move(rs), {}));
+    shared_->cv.notify_all();
+    return handles;
+}
+
+std::unique_ptr<EngineRequestState> Engine::prepare_request(const GenerateRequest& request) const {
     const std::int32_t vocab = model_.vocab_size();
     const SamplingParams& params = request.params;
     const auto num_prompt = static_cast<std::int32_t>(request.prompt.size());
@@ -277,16 +298,25 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCall
         rs->seqs.push_back(std::move(ss));
     }
 
-    std::lock_guard lock(shared_->mu);
+    return rs;
+}
+
+// With shared_->mu held: throws when the engine cannot take `count` more requests now.
+void Engine::check_accepting(std::int32_t count) {
     if (shared_->stopping) {
         throw RequestError(RequestErrorKind::shutting_down, "", "The engine is shutting down and accepts no requests.");
     }
-    if (shared_->unstarted >= config_.max_waiting_requests) {
+    if (shared_->unstarted + count > config_.max_waiting_requests) {
         ++shared_->rejected;
         throw RequestError(
             RequestErrorKind::queue_full, "",
             fmt::format("The server is overloaded: {} requests are already waiting. Retry later.", shared_->unstarted));
     }
+}
+
+// With shared_->mu held: gives the request its id and seed and puts it in the engine thread's inbox.
+std::shared_ptr<RequestHandle> Engine::enqueue(std::unique_ptr<EngineRequestState> rs, EventCallback on_event) {
+    const SamplingParams& params = rs->params;
     rs->id = shared_->next_id++;
     const std::uint64_t seed = params.seed ? *params.seed : RequestRng::mix(seed_base_ ^ rs->id);
     for (auto& ss : rs->seqs) {
@@ -299,7 +329,6 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerateRequest request, EventCall
     shared_->live.insert(rs->id);
     ++shared_->unstarted;
     shared_->inbox.push_back(std::move(rs));
-    shared_->cv.notify_all();
     return handle;
 }
 

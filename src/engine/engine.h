@@ -95,6 +95,9 @@ public:
 
     std::shared_ptr<RequestHandle> submit(GenerateRequest request);
     std::shared_ptr<RequestHandle> submit(GenerateRequest request, EventCallback on_event);
+    // Submits several requests atomically (offline batch generation): all are validated first and none is
+    // accepted unless all are; the engine thread sees them together, so its first step can schedule any of them.
+    std::vector<std::shared_ptr<RequestHandle>> submit_batch(std::vector<GenerateRequest> requests);
     // Aborts a request; true when it was still live.
     bool cancel(std::uint64_t request_id);
 
@@ -110,6 +113,9 @@ public:
 private:
     using RequestState = EngineRequestState;
     using SeqState = EngineSequenceState;
+    std::unique_ptr<EngineRequestState> prepare_request(const GenerateRequest& request) const;
+    void check_accepting(std::int32_t count);
+    std::shared_ptr<RequestHandle> enqueue(std::unique_ptr<EngineRequestState> rs, EventCallback on_event);
 
     void run();
     void run_step();

@@ -88,12 +88,14 @@ struct RunResult {
     EngineStats stats;
 };
 
-// Submits every prompt at once and collects the tokens of each.
+// Submits every prompt in one batch and collects the tokens of each.
 RunResult run_engine(ModelExecutor& model, const EngineConfig& config,
                      const std::vector<std::vector<std::int32_t>>& prompts, const SamplingParams& params) {
     Engine engine(config, model);
-    std::vector<std::shared_ptr<RequestHandle>> handles;
-    for (const auto& p : prompts) handles.push_back(engine.submit({.prompt = p, .params = params}));
+    std::vector<GenerateRequest> requests;
+    for (const auto& p : prompts) requests.push_back({.prompt = p, .params = params});
+    // One batch, so the first step sees every request and the tiny pools must preempt whatever the thread timing.
+    auto handles = engine.submit_batch(std::move(requests));
     RunResult r;
     for (auto& h : handles) {
         std::vector<std::int32_t> tokens;

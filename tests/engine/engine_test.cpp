@@ -444,6 +444,46 @@ TEST(Engine, BoundedQueueRejectsWhenFull) {
     collect(*handles.back(), 1);
 }
 
+// A batch is all or nothing: one bad request or too little queue room refuses every request in it, and an
+// accepted batch generates what each request would generate alone.
+TEST(Engine, SubmitBatchIsAllOrNothing) {
+    FakeModel inner(kVocab, 64, 256, 16);
+    GatedModel model(inner);
+    auto cfg = base_config();
+    cfg.max_waiting_requests = 3;
+    cfg.scheduler.max_num_seqs = 1;
+    Engine engine(cfg, model);
+    GenerateRequest good;
+    good.prompt = prompt_of(10, 1);
+    good.params = sampled(1, 4);
+    GenerateRequest bad = good;
+    bad.params.top_p = 2.0f;
+    EXPECT_EQ(expect_rejection([&] { engine.submit_batch({good, bad}); }).param(), "top_p");
+    EXPECT_EQ(engine.stats().num_waiting, 0);
+
+    auto first = engine.submit(good);
+    model.wait_entered(1);  // running and frozen: the queue holds what comes next
+    const auto e = expect_rejection([&] { engine.submit_batch({good, good, good, good}); });
+    EXPECT_EQ(e.kind(), RequestErrorKind::queue_full);
+    EXPECT_EQ(engine.stats().num_waiting, 0);
+    std::vector<GenerateRequest> batch;
+    for (int i = 0; i < 3; ++i) {
+        GenerateRequest r = good;
+        r.prompt = prompt_of(8 + i, i);
+        r.params = sampled(10 + i, 5);
+        batch.push_back(r);
+    }
+    auto handles = engine.submit_batch(batch);
+    ASSERT_EQ(handles.size(), 3u);
+    EXPECT_EQ(engine.stats().num_waiting, 3);
+    model.open();
+    EXPECT_TRUE(collect(*first, 1).error.empty());
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+        const Collected c = collect(*handles[i], 1);
+        EXPECT_EQ(c.tokens[0], reference(inner, batch[i].prompt, batch[i].params, 10 + i, 0, 256));
+    }
+}
+
 TEST(Engine, CancelMidPrefillFreesPagesAndEndsTheStream) {
     FakeModel inner(kVocab, 64, 512, 16);
     GatedModel model(inner);
