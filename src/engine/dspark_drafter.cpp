@@ -52,24 +52,31 @@ void DSparkDrafter::truncate(Sequence& s, std::int32_t end) {
 }
 
 void DSparkDrafter::place(Sequence& s, std::int32_t new_base, std::int64_t span) const {
-    const std::size_t layers = model_->config().num_hidden_layers;
-    const auto kv = static_cast<std::size_t>(kv_dim_);
+    const DSparkConfig& c = model_->config();
+    const auto layers = static_cast<std::size_t>(c.num_hidden_layers);
+    const auto heads = static_cast<std::size_t>(c.num_key_value_heads);
+    const auto D = static_cast<std::size_t>(c.head_dim);
     // Rows kept: positions held now that fall inside the new range.
     const std::int64_t keep_lo = std::max<std::int64_t>(s.base, new_base);
     const std::int64_t keep_hi = std::min<std::int64_t>(s.base + s.rows, std::int64_t{new_base} + span);
-    const std::int64_t kept = std::max<std::int64_t>(keep_hi - keep_lo, 0);
-    const auto from = static_cast<std::size_t>(keep_lo - s.base);
-    const auto to = static_cast<std::size_t>(keep_lo - new_base);
+    const auto kept = static_cast<std::size_t>(std::max<std::int64_t>(keep_hi - keep_lo, 0));
+    const auto from = static_cast<std::size_t>(std::max<std::int64_t>(keep_lo - s.base, 0));
+    const auto to = static_cast<std::size_t>(std::max<std::int64_t>(keep_lo - new_base, 0));
+    const auto old_capacity = static_cast<std::size_t>(s.capacity);
     if (s.capacity < span) {
         const std::int64_t capacity = std::min(max_rows_, std::max({span, 2 * s.capacity, std::int64_t{64}}));
+        const auto cap = static_cast<std::size_t>(capacity);
         std::vector<std::vector<float>> k(layers), v(layers);
-        std::vector<std::uint8_t> valid(static_cast<std::size_t>(capacity), 0);
+        std::vector<std::uint8_t> valid(cap, 0);
         for (std::size_t l = 0; l < layers; ++l) {
-            k[l].resize(static_cast<std::size_t>(capacity) * kv);
-            v[l].resize(static_cast<std::size_t>(capacity) * kv);
-            if (kept > 0) {
-                std::copy_n(s.k[l].data() + from * kv, kept * kv, k[l].data() + to * kv);
-                std::copy_n(s.v[l].data() + from * kv, kept * kv, v[l].data() + to * kv);
+            k[l].resize(heads * cap * D);
+            v[l].resize(heads * cap * D);
+            for (std::size_t h = 0; kept > 0 && h < heads; ++h) {
+                std::copy_n(s.k[l].data() + (h * old_capacity + from) * D, kept * D, k[l].data() + (h * cap + to) * D);
+                for (std::size_t d = 0; d < D; ++d) {
+                    std::copy_n(s.v[l].data() + (h * D + d) * old_capacity + from, kept,
+                                v[l].data() + (h * D + d) * cap + to);
+                }
             }
         }
         if (kept > 0) std::copy_n(s.valid.data() + from, kept, valid.data() + to);
@@ -79,15 +86,20 @@ void DSparkDrafter::place(Sequence& s, std::int32_t new_base, std::int64_t span)
         s.capacity = capacity;
     } else if (kept > 0 && from != to) {
         for (std::size_t l = 0; l < layers; ++l) {
-            std::memmove(s.k[l].data() + to * kv, s.k[l].data() + from * kv, kept * kv * sizeof(float));
-            std::memmove(s.v[l].data() + to * kv, s.v[l].data() + from * kv, kept * kv * sizeof(float));
+            for (std::size_t h = 0; h < heads; ++h) {
+                float* k = s.k[l].data() + h * old_capacity * D;
+                std::memmove(k + to * D, k + from * D, kept * D * sizeof(float));
+                for (std::size_t d = 0; d < D; ++d) {
+                    float* vt = s.v[l].data() + (h * D + d) * old_capacity;
+                    std::memmove(vt + to, vt + from, kept * sizeof(float));
+                }
+            }
         }
-        std::memmove(s.valid.data() + to, s.valid.data() + from, static_cast<std::size_t>(kept));
+        std::memmove(s.valid.data() + to, s.valid.data() + from, kept);
     }
     // Rows of the new range not kept were never observed (as far as this sequence knows).
-    const std::size_t end = kept > 0 ? to + kept : 0;
-    std::fill(s.valid.begin(), s.valid.begin() + (kept > 0 ? to : 0), 0);
-    std::fill(s.valid.begin() + end, s.valid.begin() + span, 0);
+    std::fill(s.valid.begin(), s.valid.begin() + static_cast<std::ptrdiff_t>(kept > 0 ? to : 0), 0);
+    std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(kept > 0 ? to + kept : 0), s.valid.begin() + span, 0);
     s.base = new_base;
     s.rows = span;
 }
@@ -126,15 +138,15 @@ void DSparkDrafter::observe(std::uint64_t request_id, std::int32_t sample_index,
     }
     place(s, static_cast<std::int32_t>(base), p1 - base);
 
-    const auto kv = static_cast<std::size_t>(kv_dim_);
+    const auto D = static_cast<std::size_t>(c.head_dim);
     const auto row = static_cast<std::size_t>(q0 - s.base);
     std::vector<float*> k(s.k.size()), v(s.v.size());
     for (std::size_t l = 0; l < s.k.size(); ++l) {
-        k[l] = s.k[l].data() + row * kv;
-        v[l] = s.v[l].data() + row * kv;
+        k[l] = s.k[l].data() + row * D;
+        v[l] = s.v[l].data() + row;  // V is stored transposed
     }
     model_->context_kv(taps.data() + static_cast<std::size_t>(q0 - p0) * static_cast<std::size_t>(width), p1 - q0,
-                       static_cast<std::int32_t>(q0), k, v);
+                       static_cast<std::int32_t>(q0), k, v, s.capacity);
     std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(row), s.valid.begin() + (p1 - s.base), 1);
 }
 
@@ -167,6 +179,7 @@ void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index,
     if (own != nullptr && own->rows > 0) {
         ctx.first_position = own->base;
         ctx.count = own->rows;
+        ctx.head_stride = own->capacity;
         ctx.valid = own->valid.data();
         for (std::size_t l = 0; l < layers; ++l) ctx.layers[l] = {own->k[l].data(), own->v[l].data()};
     }
@@ -190,24 +203,31 @@ void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index,
             useful = held(first, p) && !held(own, p);
         }
         if (useful) {
-            const auto kv = static_cast<std::size_t>(kv_dim_);
+            const auto heads = static_cast<std::size_t>(c.num_key_value_heads);
+            const auto D = static_cast<std::size_t>(c.head_dim);
             const auto count = static_cast<std::size_t>(n - lo);
-            merged_k.assign(layers, std::vector<float>(count * kv));
-            merged_v.assign(layers, std::vector<float>(count * kv));
+            merged_k.assign(layers, std::vector<float>(heads * count * D));
+            merged_v.assign(layers, std::vector<float>(heads * count * D));
             merged_valid.assign(count, 0);
             for (std::size_t i = 0; i < count; ++i) {
                 const std::int64_t p = lo + static_cast<std::int64_t>(i);
                 const Sequence* from = held(own, p) ? own : (p < same && held(first, p) ? first : nullptr);
                 if (from == nullptr) continue;
                 const auto r = static_cast<std::size_t>(p - from->base);
+                const auto cap = static_cast<std::size_t>(from->capacity);
                 for (std::size_t l = 0; l < layers; ++l) {
-                    std::copy_n(from->k[l].data() + r * kv, kv, merged_k[l].data() + i * kv);
-                    std::copy_n(from->v[l].data() + r * kv, kv, merged_v[l].data() + i * kv);
+                    for (std::size_t h = 0; h < heads; ++h) {
+                        std::copy_n(from->k[l].data() + (h * cap + r) * D, D, merged_k[l].data() + (h * count + i) * D);
+                        for (std::size_t d = 0; d < D; ++d) {
+                            merged_v[l][(h * D + d) * count + i] = from->v[l][(h * D + d) * cap + r];
+                        }
+                    }
                 }
                 merged_valid[i] = 1;
             }
             ctx.first_position = static_cast<std::int32_t>(lo);
             ctx.count = static_cast<std::int64_t>(count);
+            ctx.head_stride = ctx.count;
             ctx.valid = merged_valid.data();
             for (std::size_t l = 0; l < layers; ++l) ctx.layers[l] = {merged_k[l].data(), merged_v[l].data()};
         }

@@ -48,7 +48,8 @@ private:
         std::int32_t base = 0;  // position of row 0
         std::int64_t rows = 0;  // rows [0, rows) hold positions [base, base + rows)
         std::int64_t capacity = 0;
-        std::vector<std::vector<float>> k, v;  // per drafter layer: [capacity][kv_dim]
+        std::vector<std::vector<float>> k, v;  // per drafter layer: K [kv_heads][capacity][head_dim], V transposed
+                                               // [kv_heads][head_dim][capacity]
         std::vector<std::uint8_t> valid;      // [capacity]
         std::vector<std::int32_t> history;    // token observed at each position from 0, -1 where never observed
     };

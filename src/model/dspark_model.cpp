@@ -9,6 +9,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/softmax_pv.h"  // online_softmax_block: the vectorised exp of the attention kernels
 #include "kernels/cpu/weight_dequant.h"
 #include "model/checkpoint_weights.h"
 #include "model/model_config.h"
@@ -108,6 +109,25 @@ std::string read_text_file(const std::filesystem::path& path) {
     return text.str();
 }
 
+// [rows][heads][dim] -> head-major rows: row i of head h at out[(h * head_stride + i) * dim].
+void to_head_major(const float* x, std::int64_t rows, int heads, int dim, float* out, std::int64_t head_stride) {
+    for (std::int64_t i = 0; i < rows; ++i) {
+        for (int h = 0; h < heads; ++h) {
+            std::copy_n(x + (i * heads + h) * dim, dim, out + (h * head_stride + i) * dim);
+        }
+    }
+}
+
+// [rows][heads][dim] -> transposed per head: row i of head h, dim d at out[(h * dim + d) * row_stride + i].
+void to_transposed(const float* x, std::int64_t rows, int heads, int dim, float* out, std::int64_t row_stride) {
+    for (std::int64_t i = 0; i < rows; ++i) {
+        for (int h = 0; h < heads; ++h) {
+            const float* src = x + (i * heads + h) * dim;
+            for (int d = 0; d < dim; ++d) out[(std::int64_t{h} * dim + d) * row_stride + i] = src[d];
+        }
+    }
+}
+
 void add_rows(float* a, const float* b, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) a[i] += b[i];
 }
@@ -143,6 +163,7 @@ DSparkConfig parse_dspark_config(std::string_view json_text, std::string_view so
     MSA_CHECK(c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "{}: rotary_dim {} must be even and at most head_dim {}",
               source, c.rotary_dim, c.head_dim);
     MSA_CHECK(c.rope_theta > 0 && c.rms_norm_eps > 0, "{}: rope_theta and rms_norm_eps must be positive", source);
+    MSA_CHECK(c.block_size <= 4096, "{}: dspark_block_size {} is implausibly large", source, c.block_size);
     MSA_CHECK(c.mask_token_id < c.vocab_size, "{}: mask_token_id {} is outside the vocabulary of {} tokens", source,
               c.mask_token_id, c.vocab_size);
 
@@ -242,10 +263,12 @@ std::unique_ptr<DSparkModel> DSparkModel::load(const std::string& drafter_dir, c
 }
 
 void DSparkModel::context_kv(const float* taps, std::int64_t count, std::int32_t first_position,
-                             std::span<float* const> k_out, std::span<float* const> v_out) const {
+                             std::span<float* const> k_out, std::span<float* const> vt_out,
+                             std::int64_t head_stride) const {
     const DSparkConfig& c = config_;
-    MSA_CHECK(k_out.size() == layers_.size() && v_out.size() == layers_.size(),
+    MSA_CHECK(k_out.size() == layers_.size() && vt_out.size() == layers_.size(),
               "context_kv needs one K and one V output per drafter layer");
+    MSA_CHECK(head_stride >= count, "context_kv: head stride {} is smaller than the {} rows", head_stride, count);
     if (count <= 0) return;
     MSA_CHECK(first_position >= 0 && first_position <= std::numeric_limits<std::int32_t>::max() - count,
               "context position {} is out of range", first_position);
@@ -257,13 +280,17 @@ void DSparkModel::context_kv(const float* taps, std::int64_t count, std::int32_t
     std::vector<std::int32_t> positions(static_cast<std::size_t>(count));
     std::iota(positions.begin(), positions.end(), first_position);
     const cpu::RopeTables rope = cpu::rope_tables(positions.data(), count, c.rotary_dim, c.rope_theta);
+    const auto kv = static_cast<std::size_t>(c.kv_dim());
+    std::vector<float> k(static_cast<std::size_t>(count) * kv), v(k.size());
     for (std::size_t l = 0; l < layers_.size(); ++l) {
         const Layer& L = layers_[l];
-        const cpu::LinearTask tasks[] = {{&L.k_proj, ctx.data(), nullptr, count, k_out[l], ActivationMode::exact},
-                                         {&L.v_proj, ctx.data(), nullptr, count, v_out[l], ActivationMode::exact}};
+        const cpu::LinearTask tasks[] = {{&L.k_proj, ctx.data(), nullptr, count, k.data(), ActivationMode::exact},
+                                         {&L.v_proj, ctx.data(), nullptr, count, v.data(), ActivationMode::exact}};
         cpu::linear_many(tasks);
-        cpu::gemma_rms_norm(k_out[l], L.k_norm.data(), count * c.num_key_value_heads, c.head_dim, eps, k_out[l]);
-        cpu::apply_rope(k_out[l], count, c.num_key_value_heads, c.head_dim, rope);
+        cpu::gemma_rms_norm(k.data(), L.k_norm.data(), count * c.num_key_value_heads, c.head_dim, eps, k.data());
+        cpu::apply_rope(k.data(), count, c.num_key_value_heads, c.head_dim, rope);
+        to_head_major(k.data(), count, c.num_key_value_heads, c.head_dim, k_out[l], head_stride);
+        to_transposed(v.data(), count, c.num_key_value_heads, c.head_dim, vt_out[l], head_stride);
     }
 }
 
@@ -288,6 +315,11 @@ void DSparkModel::attention(const Layer& L, const float* x, std::int32_t n, cons
     cpu::apply_rope(q.data(), B, Hq, D, rope);
     cpu::apply_rope(k.data(), B, c.num_key_value_heads, D, rope);
 
+    // Block keys/values laid out like the context's.
+    std::vector<float> kb(k.size()), vbt(v.size());
+    to_head_major(k.data(), B, c.num_key_value_heads, D, kb.data(), B);
+    to_transposed(v.data(), B, c.num_key_value_heads, D, vbt.data(), B);
+
     // Context rows visible to this block: positions [n - window, n - 1] that the context holds.
     const std::int64_t lo_pos = std::max<std::int64_t>(std::int64_t{n} - c.sliding_window, context.first_position);
     const std::int64_t hi_pos = std::min<std::int64_t>(n, context.first_position + context.count);
@@ -295,36 +327,34 @@ void DSparkModel::attention(const Layer& L, const float* x, std::int32_t n, cons
     const std::int64_t nc = std::max<std::int64_t>(hi_pos - context.first_position - lo, 0);
     const std::int64_t width = nc + B;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    constexpr float kMasked = -std::numeric_limits<float>::infinity();
+    const std::int64_t hs = context.head_stride;
     std::vector<float> attn(static_cast<std::size_t>(B) * Hq * D, 0.0f);
+    // Per query head: scores S = Q K^T over [context | block], masked softmax, out = P_ctx V_ctx + P_blk V_blk.
     parallel_for(static_cast<std::size_t>(Hq), 1, [&](std::size_t h0, std::size_t h1) {
-        std::vector<float> s(static_cast<std::size_t>(B * width));
+        std::vector<float> s(static_cast<std::size_t>(B * width)), p(s.size()), o(static_cast<std::size_t>(B) * D),
+            ob(o.size());
         for (std::size_t h = h0; h < h1; ++h) {
-            const std::size_t g = h / static_cast<std::size_t>(gqa);
+            const auto g = static_cast<std::int64_t>(h) / gqa;
             const float* qh = q.data() + h * D;
             const std::int64_t ldq = std::int64_t{Hq} * D;
-            if (nc > 0) cpu::gemm_nt_f32(qh, ldq, lc.k + lo * kv + g * D, kv, s.data(), width, B, nc, D);
-            cpu::gemm_nt_f32(qh, ldq, k.data() + g * D, kv, s.data() + nc, width, B, B, D);
+            if (nc > 0) cpu::gemm_nt_f32(qh, ldq, lc.k + (g * hs + lo) * D, D, s.data(), width, B, nc, D);
+            cpu::gemm_nt_f32(qh, ldq, kb.data() + g * B * D, D, s.data() + nc, width, B, B, D);
+            std::vector<float> inv(static_cast<std::size_t>(B));
             for (int b = 0; b < B; ++b) {
                 float* row = s.data() + b * width;
-                float mx = -std::numeric_limits<float>::infinity();
-                for (std::int64_t j = 0; j < width; ++j) {
-                    const bool visible = j >= nc || context.valid[lo + j] != 0;
-                    row[j] = visible ? row[j] * scale : -std::numeric_limits<float>::infinity();
-                    mx = std::max(mx, row[j]);
+                for (std::int64_t j = 0; j < nc; ++j) {
+                    if (context.valid[lo + j] == 0) row[j] = kMasked;
                 }
-                float sum = 0.0f;
-                for (std::int64_t j = 0; j < width; ++j) {
-                    row[j] = std::exp(row[j] - mx);
-                    sum += row[j];
-                }
-                const float inv = 1.0f / sum;
-                float* o = attn.data() + (static_cast<std::size_t>(b) * Hq + h) * D;
-                for (std::int64_t j = 0; j < width; ++j) {
-                    const float p = row[j] * inv;
-                    if (p == 0.0f) continue;
-                    const float* vr = j < nc ? lc.v + (lo + j) * kv + g * D : v.data() + (j - nc) * kv + g * D;
-                    for (int d = 0; d < D; ++d) o[d] += p * vr[d];
-                }
+                float m = kMasked, l = 0.0f;
+                cpu::online_softmax_block(row, static_cast<int>(width), scale, m, l, p.data() + b * width);
+                inv[b] = 1.0f / l;
+            }
+            if (nc > 0) cpu::gemm_nt_f32(p.data(), width, lc.vt + g * D * hs + lo, hs, o.data(), D, B, D, nc);
+            cpu::gemm_nt_f32(p.data() + nc, width, vbt.data() + g * D * B, B, ob.data(), D, B, D, B);
+            for (int b = 0; b < B; ++b) {
+                float* dst = attn.data() + (static_cast<std::size_t>(b) * Hq + h) * D;
+                for (int d = 0; d < D; ++d) dst[d] = ((nc > 0 ? o[b * D + d] : 0.0f) + ob[b * D + d]) * inv[b];
             }
         }
     });

@@ -55,11 +55,12 @@ struct DSparkConfig {
 // Parses and validates drafter config JSON; `source` names the file in errors. Throws msa::Error naming the field.
 DSparkConfig parse_dspark_config(std::string_view json_text, std::string_view source);
 
-// Context keys/values of one drafter layer: rows [count][kv_dim] for the positions first .. first + count - 1 of
-// the DSparkContext they belong to.
+// Context keys/values of one drafter layer, laid out for two GEMMs per KV head (scores = Q K^T, out = P V):
+// keys head-major by row, k[(h * head_stride + i) * head_dim + d]; values transposed, vt[(h * head_dim + d) *
+// head_stride + i] (KV head h, row i, dim d).
 struct DSparkLayerContext {
     const float* k = nullptr;
-    const float* v = nullptr;
+    const float* vt = nullptr;
 };
 
 // What a block pass may attend to besides its own block: `count` consecutive positions starting at
@@ -68,6 +69,7 @@ struct DSparkLayerContext {
 struct DSparkContext {
     std::int32_t first_position = 0;
     std::int64_t count = 0;
+    std::int64_t head_stride = 0;            // rows between KV heads (>= count)
     std::vector<DSparkLayerContext> layers;  // one per drafter layer
     const std::uint8_t* valid = nullptr;     // [count]
 };
@@ -88,9 +90,10 @@ public:
     const DSparkConfig& config() const { return config_; }
 
     // Context keys and values of `count` tokens at positions first_position, first_position + 1, ...:
-    // taps [count][tap_width]; k_out[l], v_out[l]: [count][kv_dim] for drafter layer l.
+    // taps [count][tap_width]. Layer l's rows go to k_out[l] and vt_out[l] laid out as in DSparkLayerContext, the
+    // pointers addressing row 0 of these tokens (K: row r0 of a buffer is buffer + r0 * head_dim; V^T: buffer + r0).
     void context_kv(const float* taps, std::int64_t count, std::int32_t first_position,
-                    std::span<float* const> k_out, std::span<float* const> v_out) const;
+                    std::span<float* const> k_out, std::span<float* const> vt_out, std::int64_t head_stride) const;
 
     // Block pass for `anchor_token` at `anchor_position` (= n): u [rows][vocab] = U_0 .. U_{rows-1} (without the
     // Markov term), rows in 1 .. block_size.

@@ -145,15 +145,16 @@ protected:
             if (p < first || p >= n) continue;
             std::vector<float*> kp, vp;
             for (int l = 0; l < kLayers; ++l) {
-                kp.push_back(k[l].data() + (p - first) * kv);
-                vp.push_back(v[l].data() + (p - first) * kv);
+                kp.push_back(k[l].data() + (p - first) * kHeadDim);
+                vp.push_back(v[l].data() + (p - first));
             }
-            m.context_kv(row, 1, p, kp, vp);
+            m.context_kv(row, 1, p, kp, vp, static_cast<std::int64_t>(count));
             valid[p - first] = 1;
         }
         DSparkContext ctx;
         ctx.first_position = first;
         ctx.count = static_cast<std::int64_t>(count);
+        ctx.head_stride = ctx.count;
         ctx.valid = valid.data();
         for (int l = 0; l < kLayers; ++l) ctx.layers.push_back({k[l].data(), v[l].data()});
         std::vector<float> u(kBlock * kVocab);

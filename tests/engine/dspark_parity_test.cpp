@@ -75,7 +75,7 @@ std::vector<std::vector<std::int32_t>> model_drafts(const DSparkModel& m, const 
         kp.push_back(k[l].data());
         vp.push_back(v[l].data());
     }
-    m.context_kv(taps.data(), T, 0, kp, vp);
+    m.context_kv(taps.data(), T, 0, kp, vp, T);
     const std::vector<std::uint8_t> valid(static_cast<std::size_t>(T), 1);
     std::vector<std::vector<std::int32_t>> out;
     const auto V = static_cast<std::size_t>(c.vocab_size);
@@ -84,6 +84,7 @@ std::vector<std::vector<std::int32_t>> model_drafts(const DSparkModel& m, const 
         DSparkContext ctx;
         ctx.first_position = 0;
         ctx.count = n;  // the context is [0, n): rows at and after the anchor are not passed
+        ctx.head_stride = T;
         ctx.valid = valid.data();
         for (int l = 0; l < c.num_hidden_layers; ++l) ctx.layers.push_back({k[l].data(), v[l].data()});
         std::vector<float> u(c.block_size * V);
