@@ -12,6 +12,9 @@
 // s > 0 of a request may use sample 0's row of a position it never observed when both have the same tokens up to
 // and including that position (the shared prompt: their hidden states are then identical).
 //
+// propose() returns min(max_drafts, block_size) drafts (7 for M3.1's and the default model's drafter), fewer rows of
+// the block going through the lm_head when fewer are asked for.
+//
 // Not thread-safe: the engine calls it from its engine thread only.
 #pragma once
 

@@ -66,7 +66,7 @@ TEST(DSparkEngine, GreedySpeculativeDecodingEqualsPlainDecoding) {
     for (int i = 0; i < 6; ++i) repeated.insert(repeated.end(), text.begin(), text.end());
     const std::vector<std::vector<std::int32_t>> prompts = {
         text, std::vector<std::int32_t>(text.begin(), text.begin() + 9), repeated};
-    const int max_tokens = 40;
+    const int max_tokens = 32;
     const Result plain = generate(nullptr, prompts, max_tokens);
     auto drafter = load_dspark_drafter((kModelDir / "drafter").string());
     const Result spec = generate(drafter.get(), prompts, max_tokens);
@@ -84,7 +84,7 @@ TEST(DSparkEngine, GreedySpeculativeDecodingEqualsPlainDecoding) {
                 static_cast<long long>(spec.stats.spec_num_drafts),
                 static_cast<long long>(spec.stats.spec_num_draft_tokens),
                 static_cast<long long>(spec.stats.spec_num_accepted_tokens), accepted_per_step);
-    // 1.04 accepted drafts per step here (quality.json: 0.88 on held-out text); 0.47 when propose ignores the
+    // 1.25 accepted drafts per step here (quality.json: 0.88 on held-out text); ~0.5 when propose ignores the
     // observed context.
     EXPECT_GT(accepted_per_step, 0.75);
     // Every request released its drafter state when it finished.
