@@ -97,16 +97,24 @@ int main(int argc, char** argv) {
     const std::string date = run_command("date -u +%Y-%m-%d");
     std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
     if (commit.empty()) commit = "unknown";
-    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null").empty()) {
+    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
+             .empty()) {
         commit += "-dirty";
     }
     const std::string host = machine();
     nlohmann::json results = nlohmann::json::array();
     auto add = [&](const std::string& figure, Timing value, const std::string& unit, const std::string& note) {
-        results.push_back({{"figure", "dspark/" + figure}, {"value", value.median}, {"min", value.min},
-                           {"unit", unit}, {"date", date}, {"machine", host}, {"commit", commit}, {"threads", threads},
+        results.push_back({{"figure", "dspark/" + figure},
+                           {"value", value.median},
+                           {"min", value.min},
+                           {"unit", unit},
+                           {"date", date},
+                           {"machine", host},
+                           {"commit", commit},
+                           {"threads", threads},
                            {"statistic", fmt::format("median (and min) thread CPU time of {} runs", reps)},
-                           {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")}, {"note", note}});
+                           {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")},
+                           {"note", note}});
         std::cout << fmt::format("{:<40} {:>10.1f} {} (min {:.1f})\n", figure, value.median, unit, value.min);
     };
 
@@ -138,9 +146,8 @@ int main(int argc, char** argv) {
             "one propose: block pass (2 layers over 7 positions + context window) and lm_head + Markov head for "
             "each draft");
         const std::vector<float> step_taps(8 * ntaps * H, 0.25f);
-        add(fmt::format("observe_8_ctx{}", context), time_us(reps, [&] {
-                drafter->observe(2, 0, context, std::span(tokens).subspan(context, 8), step_taps);
-            }),
+        add(fmt::format("observe_8_ctx{}", context),
+            time_us(reps, [&] { drafter->observe(2, 0, context, std::span(tokens).subspan(context, 8), step_taps); }),
             "us/observe", "context K/V of a verify step's 8 positions (fc + hidden_norm + k/v per layer)");
         for (const int q : {1, 8}) {
             if (!target_steps) break;

@@ -16,7 +16,9 @@ DSparkDrafter::DSparkDrafter(std::unique_ptr<DSparkModel> model) : model_(std::m
     max_rows_ = keep_ + keep_ / 4 + 16;
 }
 
-std::vector<int> DSparkDrafter::tap_layers() const { return model_->config().target_layer_ids; }
+std::vector<int> DSparkDrafter::tap_layers() const {
+    return model_->config().target_layer_ids;
+}
 
 std::size_t DSparkDrafter::num_sequences() const {
     std::size_t n = 0;
@@ -150,7 +152,9 @@ void DSparkDrafter::observe(std::uint64_t request_id, std::int32_t sample_index,
     std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(row), s.valid.begin() + (p1 - s.base), 1);
 }
 
-void DSparkDrafter::release(std::uint64_t request_id) { requests_.erase(request_id); }
+void DSparkDrafter::release(std::uint64_t request_id) {
+    requests_.erase(request_id);
+}
 
 void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index, std::span<const std::int32_t> tokens,
                             std::int32_t max_drafts, std::vector<std::int32_t>& drafts,

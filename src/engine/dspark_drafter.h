@@ -53,8 +53,8 @@ private:
         std::int64_t capacity = 0;
         std::vector<std::vector<float>> k, v;  // per drafter layer: K [kv_heads][capacity][head_dim], V transposed
                                                // [kv_heads][head_dim][capacity]
-        std::vector<std::uint8_t> valid;      // [capacity]
-        std::vector<std::int32_t> history;    // token observed at each position from 0, -1 where never observed
+        std::vector<std::uint8_t> valid;       // [capacity]
+        std::vector<std::int32_t> history;     // token observed at each position from 0, -1 where never observed
     };
 
     Sequence& sequence(std::uint64_t request_id, std::int32_t sample_index);

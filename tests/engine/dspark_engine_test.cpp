@@ -60,7 +60,7 @@ Result generate(Drafter* drafter, const std::vector<std::vector<std::int32_t>>& 
 TEST(DSparkEngine, GreedySpeculativeDecodingEqualsPlainDecoding) {
     // "Genesis 1\n1 In the beginning God created the heaven and the earth.\n2 And the earth was", a cut of it, and
     // six copies of it (longer than one 128-token page: the second round takes its first page from the cache).
-    const std::vector<std::int32_t> text = {71,  282, 281, 272, 32,  49,  10,  49,   815, 259, 2585, 469,
+    const std::vector<std::int32_t> text = {71,   282, 281,  272, 32,  49,  10,  49, 815, 259, 2585, 469,
                                             3673, 259, 1013, 271, 259, 827, 277, 50, 338, 259, 827,  393};
     std::vector<std::int32_t> repeated;
     for (int i = 0; i < 6; ++i) repeated.insert(repeated.end(), text.begin(), text.end());

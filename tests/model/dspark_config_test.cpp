@@ -15,8 +15,8 @@
 namespace msa {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 json shipped_config() {
     std::ifstream in(std::filesystem::path(MSA_SOURCE_DIR) / "models" / "default" / "drafter" / "config.json");
@@ -89,14 +89,16 @@ TEST(DSparkConfig, MalformedOrUnsupportedFieldsAreNamed) {
     EXPECT_THAT(with("markov_head", json{{"type", "gated"}, {"rank", 8}}), HasSubstr("vanilla"));
     EXPECT_THAT(with("target_model", ""), HasSubstr("target_model"));
     EXPECT_THAT(error_of(json::array()), HasSubstr("must be a JSON object"));
-    EXPECT_THAT([] {
-        try {
-            parse_dspark_config("{\"hidden_size\": ", "x.json");
-        } catch (const Error& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    }(), HasSubstr("x.json: not valid JSON"));
+    EXPECT_THAT(
+        [] {
+            try {
+                parse_dspark_config("{\"hidden_size\": ", "x.json");
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+            return std::string();
+        }(),
+        HasSubstr("x.json: not valid JSON"));
     EXPECT_EQ(error_of(good), "");
 }
 
