@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 const fs::path kModelDir = fs::path(MSA_SOURCE_DIR) / "models" / "default";
 
 struct Result {
-    std::vector<std::vector<std::int32_t>> tokens;
+    std::vector<std::vector<std::int32_t>> tokens;  // per request and sample
     EngineStats stats;
 };
 
@@ -36,21 +36,25 @@ Result generate(Drafter* drafter, const std::vector<std::vector<std::int32_t>>& 
     // Two rounds: the second repeats the prompts, so their prefixes come from the prefix cache.
     for (int round = 0; round < 2; ++round) {
         std::vector<GenerateRequest> requests;
-        for (const auto& p : prompts) {
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
             GenerateRequest q;
-            q.prompt = p;
+            q.prompt = prompts[i];
+            q.n = i == 2 ? 2 : 1;  // sample 1 shares sample 0's first prompt page, so the drafter shares its context
             q.params.temperature = 0;
             q.params.max_tokens = max_tokens;
             q.params.ignore_eos = true;
             requests.push_back(std::move(q));
         }
         for (auto& h : engine.submit_batch(std::move(requests))) {
-            std::vector<std::int32_t> tokens;
+            std::vector<std::vector<std::int32_t>> tokens;
             while (auto ev = h->next()) {
                 EXPECT_TRUE(ev->error.empty()) << ev->error;
-                for (const auto& d : ev->samples) tokens.insert(tokens.end(), d.token_ids.begin(), d.token_ids.end());
+                for (const auto& d : ev->samples) {
+                    if (tokens.size() <= static_cast<std::size_t>(d.index)) tokens.resize(d.index + 1);
+                    tokens[d.index].insert(tokens[d.index].end(), d.token_ids.begin(), d.token_ids.end());
+                }
             }
-            r.tokens.push_back(tokens);
+            r.tokens.insert(r.tokens.end(), tokens.begin(), tokens.end());
         }
     }
     r.stats = engine.stats();
@@ -59,7 +63,8 @@ Result generate(Drafter* drafter, const std::vector<std::vector<std::int32_t>>& 
 
 TEST(DSparkEngine, GreedySpeculativeDecodingEqualsPlainDecoding) {
     // "Genesis 1\n1 In the beginning God created the heaven and the earth.\n2 And the earth was", a cut of it, and
-    // six copies of it (longer than one 128-token page: the second round takes its first page from the cache).
+    // six copies of it (longer than one 128-token page: the second round takes its first page from the cache). The
+    // long prompt is asked for two (greedy, hence equal) samples.
     const std::vector<std::int32_t> text = {71,   282, 281,  272, 32,  49,  10,  49, 815, 259, 2585, 469,
                                             3673, 259, 1013, 271, 259, 827, 277, 50, 338, 259, 827,  393};
     std::vector<std::int32_t> repeated;
@@ -70,11 +75,13 @@ TEST(DSparkEngine, GreedySpeculativeDecodingEqualsPlainDecoding) {
     const Result plain = generate(nullptr, prompts, max_tokens);
     auto drafter = load_dspark_drafter((kModelDir / "drafter").string());
     const Result spec = generate(drafter.get(), prompts, max_tokens);
+    ASSERT_EQ(plain.tokens.size(), 2 * (prompts.size() + 1));  // two rounds; the first prompt has two samples
     ASSERT_EQ(spec.tokens.size(), plain.tokens.size());
     for (std::size_t i = 0; i < plain.tokens.size(); ++i) {
         EXPECT_EQ(spec.tokens[i].size(), static_cast<std::size_t>(max_tokens));
-        EXPECT_EQ(spec.tokens[i], plain.tokens[i]) << "request " << i;
+        EXPECT_EQ(spec.tokens[i], plain.tokens[i]) << "sequence " << i;
     }
+    EXPECT_EQ(spec.tokens[3], spec.tokens[2]);  // greedy samples agree
     EXPECT_EQ(plain.stats.spec_num_drafts, 0);
     EXPECT_GT(spec.stats.spec_num_drafts, 0);
     EXPECT_GT(spec.stats.prefix_cache_hits, 0);
