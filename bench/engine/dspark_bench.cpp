@@ -1,7 +1,8 @@
 // Cost of DSpark drafting on the CPU against the target's own steps, on the shipped default model and its drafter
 // (models/default, models/default/drafter): one propose of 7 greedy drafts, one observe of a verify step's 8 taps
 // rows, one target decode step (1 token) and one verify step (8 tokens), at several context lengths. CPU time of
-// the calling thread, median and minimum of many repetitions, with `--threads` kernel threads (default 1).
+// the calling thread, median and minimum of many repetitions, with `--threads` kernel threads (default 1; with more,
+// the figures count the calling thread only, so they are meaningful as they stand for one thread).
 //
 //   build/bench/engine/dspark_bench --out bench/results/dspark_$(date +%F).json
 #include "core/parallel.h"
