@@ -381,7 +381,9 @@ void DSparkModel::block_logits(std::int32_t anchor_token, std::int32_t n, const 
     MSA_CHECK(n >= 0 && n <= std::numeric_limits<std::int32_t>::max() - B, "anchor position {} is out of range", n);
     MSA_CHECK(context.layers.size() == layers_.size(), "the DSpark context has {} layers, the drafter {}",
               context.layers.size(), layers_.size());
-    MSA_CHECK(context.count == 0 || context.valid != nullptr, "the DSpark context has rows but no validity flags");
+    MSA_CHECK(context.count == 0 || (context.valid != nullptr && context.head_stride >= context.count),
+              "the DSpark context has {} rows but no validity flags or a head stride of {}", context.count,
+              context.head_stride);
     const auto H = static_cast<std::size_t>(c.hidden_size);
     const float eps = static_cast<float>(c.rms_norm_eps);
     std::vector<float> h(B * H), x(B * H), y(B * H);

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -241,6 +242,15 @@ TEST_F(DSparkDrafterTest, UnobservedPositionsAreMasked) {
     auto rows = real_rows(5, 9);
     rows.merge(real_rows(11, 14));
     EXPECT_EQ(propose(4, 0, toks(0, 15)), expected(tokens_, 14, rows));
+    // A gap where the buffer once held non-finite rows (a re-observation dropped them): they stay masked and harmless.
+    std::vector<float> nan_taps(3 * width(), std::numeric_limits<float>::quiet_NaN());
+    drafter_->observe(10, 0, 0, toks(0, 5), taps(0, 5));
+    drafter_->observe(10, 0, 5, toks(5, 3), nan_taps);
+    drafter_->observe(10, 0, 0, toks(0, 5), taps(0, 5));  // drops positions 5..7
+    drafter_->observe(10, 0, 10, toks(10, 2), taps(10, 2));
+    auto around_gap = real_rows(0, 5);
+    around_gap.merge(real_rows(10, 12));
+    EXPECT_EQ(propose(10, 0, toks(0, 13)), expected(tokens_, 12, around_gap));
     // Nothing observed at all: the block attends to itself only.
     EXPECT_EQ(propose(5, 0, toks(0, 15)), expected(tokens_, 14, {}));
 }
