@@ -1,7 +1,8 @@
 // Cost of DSpark drafting on the CPU against the target's own steps, on the shipped default model and its drafter
 // (models/default, models/default/drafter): one propose of 7 greedy drafts, one observe of a verify step's 8 taps
 // rows, one target decode step (1 token) and one verify step (8 tokens), at several context lengths. CPU time of
-// the calling thread, median of many repetitions, with `--threads` kernel threads (default 1).
+// the calling thread, median and minimum of many repetitions, with `--threads` kernel threads (default 1; with more,
+// the figures count the calling thread only, so they are meaningful as they stand for one thread).
 //
 //   build/bench/engine/dspark_bench --out bench/results/dspark_$(date +%F).json
 #include "core/parallel.h"
@@ -29,8 +30,14 @@ double thread_cpu_us() {
     return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
+struct Timing {
+    double median = 0, min = 0;
+};
+
+// Thread CPU time of f(): median and minimum over `reps` runs (the minimum is the least disturbed by other jobs
+// sharing the core on a busy machine).
 template <typename F>
-double median_us(int reps, F&& f) {
+Timing time_us(int reps, F&& f) {
     std::vector<double> t;
     f();  // warm-up
     for (int i = 0; i < reps; ++i) {
@@ -39,7 +46,7 @@ double median_us(int reps, F&& f) {
         t.push_back(thread_cpu_us() - t0);
     }
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return {t[t.size() / 2], t.front()};
 }
 
 std::string run_command(const char* cmd) {
@@ -91,16 +98,25 @@ int main(int argc, char** argv) {
     const std::string date = run_command("date -u +%Y-%m-%d");
     std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
     if (commit.empty()) commit = "unknown";
-    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null").empty()) {
+    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
+             .empty()) {
         commit += "-dirty";
     }
     const std::string host = machine();
     nlohmann::json results = nlohmann::json::array();
-    auto add = [&](const std::string& figure, double value, const std::string& unit, const std::string& note) {
-        results.push_back({{"figure", "dspark/" + figure}, {"value", value}, {"unit", unit}, {"date", date},
-                           {"machine", host}, {"commit", commit}, {"threads", threads},
-                           {"statistic", fmt::format("median thread CPU time of {} runs", reps)}, {"note", note}});
-        std::cout << fmt::format("{:<40} {:>10.1f} {}\n", figure, value, unit);
+    auto add = [&](const std::string& figure, Timing value, const std::string& unit, const std::string& note) {
+        results.push_back({{"figure", "dspark/" + figure},
+                           {"value", value.median},
+                           {"min", value.min},
+                           {"unit", unit},
+                           {"date", date},
+                           {"machine", host},
+                           {"commit", commit},
+                           {"threads", threads},
+                           {"statistic", fmt::format("median (and min) thread CPU time of {} runs", reps)},
+                           {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")},
+                           {"note", note}});
+        std::cout << fmt::format("{:<40} {:>10.1f} {} (min {:.1f})\n", figure, value.median, unit, value.min);
     };
 
     const int drafts = std::min(7, dc.block_size);
@@ -127,13 +143,12 @@ int main(int argc, char** argv) {
         std::vector<float> probs;
         const auto anchor_span = std::span(tokens).first(static_cast<std::size_t>(context) + 1);
         add(fmt::format("propose_{}_drafts_ctx{}", drafts, context),
-            median_us(reps, [&] { drafter->propose(1, 0, anchor_span, drafts, d, probs); }), "us/propose",
+            time_us(reps, [&] { drafter->propose(1, 0, anchor_span, drafts, d, probs); }), "us/propose",
             "one propose: block pass (2 layers over 7 positions + context window) and lm_head + Markov head for "
             "each draft");
         const std::vector<float> step_taps(8 * ntaps * H, 0.25f);
-        add(fmt::format("observe_8_ctx{}", context), median_us(reps, [&] {
-                drafter->observe(2, 0, context, std::span(tokens).subspan(context, 8), step_taps);
-            }),
+        add(fmt::format("observe_8_ctx{}", context),
+            time_us(reps, [&] { drafter->observe(2, 0, context, std::span(tokens).subspan(context, 8), step_taps); }),
             "us/observe", "context K/V of a verify step's 8 positions (fc + hidden_norm + k/v per layer)");
         for (const int q : {1, 8}) {
             if (!target_steps) break;
@@ -144,7 +159,7 @@ int main(int argc, char** argv) {
             with_taps.tap_layers = fo.tap_layers;
             msa::ForwardOutput o;
             add(fmt::format("target_step_{}tok_ctx{}", q, context),
-                median_us(reps, [&] { target->forward(step, q == 1 ? none : with_taps, o); }), "us/step",
+                time_us(reps, [&] { target->forward(step, q == 1 ? none : with_taps, o); }), "us/step",
                 q == 1 ? "target decode step (1 token, logits)"
                        : "target verify step (8 tokens, logits for all, taps for the drafter)");
         }

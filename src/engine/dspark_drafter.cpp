@@ -16,7 +16,9 @@ DSparkDrafter::DSparkDrafter(std::unique_ptr<DSparkModel> model) : model_(std::m
     max_rows_ = keep_ + keep_ / 4 + 16;
 }
 
-std::vector<int> DSparkDrafter::tap_layers() const { return model_->config().target_layer_ids; }
+std::vector<int> DSparkDrafter::tap_layers() const {
+    return model_->config().target_layer_ids;
+}
 
 std::size_t DSparkDrafter::num_sequences() const {
     std::size_t n = 0;
@@ -97,9 +99,28 @@ void DSparkDrafter::place(Sequence& s, std::int32_t new_base, std::int64_t span)
         }
         std::memmove(s.valid.data() + to, s.valid.data() + from, kept);
     }
-    // Rows of the new range not kept were never observed (as far as this sequence knows).
-    std::fill(s.valid.begin(), s.valid.begin() + static_cast<std::ptrdiff_t>(kept > 0 ? to : 0), 0);
-    std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(kept > 0 ? to + kept : 0), s.valid.begin() + span, 0);
+    // Rows of the new range not kept were never observed (as far as this sequence knows). Their K/V are zeroed: a
+    // masked row gets weight 0 in attention, and 0 times a stale non-finite value would still be NaN.
+    const auto cap = static_cast<std::size_t>(s.capacity);
+    const auto clear = [&](std::size_t begin, std::size_t end) {
+        if (begin >= end) return;
+        std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(begin),
+                  s.valid.begin() + static_cast<std::ptrdiff_t>(end), 0);
+        for (std::size_t l = 0; l < layers; ++l) {
+            for (std::size_t h = 0; h < heads; ++h) {
+                std::fill_n(s.k[l].data() + (h * cap + begin) * D, (end - begin) * D, 0.0f);
+                for (std::size_t d = 0; d < D; ++d)
+                    std::fill_n(s.v[l].data() + (h * D + d) * cap + begin, end - begin, 0.0f);
+            }
+        }
+    };
+    const auto rows = static_cast<std::size_t>(span);
+    if (kept > 0) {
+        clear(0, to);
+        clear(to + kept, rows);
+    } else {
+        clear(0, rows);
+    }
     s.base = new_base;
     s.rows = span;
 }
@@ -150,7 +171,9 @@ void DSparkDrafter::observe(std::uint64_t request_id, std::int32_t sample_index,
     std::fill(s.valid.begin() + static_cast<std::ptrdiff_t>(row), s.valid.begin() + (p1 - s.base), 1);
 }
 
-void DSparkDrafter::release(std::uint64_t request_id) { requests_.erase(request_id); }
+void DSparkDrafter::release(std::uint64_t request_id) {
+    requests_.erase(request_id);
+}
 
 void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index, std::span<const std::int32_t> tokens,
                             std::int32_t max_drafts, std::vector<std::int32_t>& drafts,

@@ -12,6 +12,9 @@
 // s > 0 of a request may use sample 0's row of a position it never observed when both have the same tokens up to
 // and including that position (the shared prompt: their hidden states are then identical).
 //
+// propose() returns min(max_drafts, block_size) drafts (7 for M3.1's and the default model's drafter), fewer rows of
+// the block going through the lm_head when fewer are asked for.
+//
 // Not thread-safe: the engine calls it from its engine thread only.
 #pragma once
 
@@ -50,8 +53,8 @@ private:
         std::int64_t capacity = 0;
         std::vector<std::vector<float>> k, v;  // per drafter layer: K [kv_heads][capacity][head_dim], V transposed
                                                // [kv_heads][head_dim][capacity]
-        std::vector<std::uint8_t> valid;      // [capacity]
-        std::vector<std::int32_t> history;    // token observed at each position from 0, -1 where never observed
+        std::vector<std::uint8_t> valid;       // [capacity]
+        std::vector<std::int32_t> history;     // token observed at each position from 0, -1 where never observed
     };
 
     Sequence& sequence(std::uint64_t request_id, std::int32_t sample_index);

@@ -81,10 +81,17 @@ std::vector<float> norm_vector(const Checkpoint& checkpoint, const std::string& 
     MSA_CHECK(t.rank() == 1 && t.shape[0] == dim, "{} must have shape [{}]", t.describe(), dim);
     std::vector<float> out(static_cast<std::size_t>(dim));
     switch (t.dtype) {
-        case DType::BF16: bf16_to_float(t.as<std::uint16_t>().data(), out.data(), out.size()); break;
-        case DType::F16: fp16_to_float(t.as<std::uint16_t>().data(), out.data(), out.size()); break;
-        case DType::F32: std::copy_n(t.as<float>().data(), out.size(), out.data()); break;
-        default: fail("{} must be BF16, F16 or F32", t.describe());
+        case DType::BF16:
+            bf16_to_float(t.as<std::uint16_t>().data(), out.data(), out.size());
+            break;
+        case DType::F16:
+            fp16_to_float(t.as<std::uint16_t>().data(), out.data(), out.size());
+            break;
+        case DType::F32:
+            std::copy_n(t.as<float>().data(), out.size(), out.data());
+            break;
+        default:
+            fail("{} must be BF16, F16 or F32", t.describe());
     }
     return out;
 }
@@ -160,8 +167,8 @@ DSparkConfig parse_dspark_config(std::string_view json_text, std::string_view so
     MSA_CHECK(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source, c.num_attention_heads,
               c.num_key_value_heads);
-    MSA_CHECK(c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "{}: rotary_dim {} must be even and at most head_dim {}",
-              source, c.rotary_dim, c.head_dim);
+    MSA_CHECK(c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim,
+              "{}: rotary_dim {} must be even and at most head_dim {}", source, c.rotary_dim, c.head_dim);
     MSA_CHECK(c.rope_theta > 0 && c.rms_norm_eps > 0, "{}: rope_theta and rms_norm_eps must be positive", source);
     MSA_CHECK(c.block_size <= 4096, "{}: dspark_block_size {} is implausibly large", source, c.block_size);
     MSA_CHECK(c.mask_token_id < c.vocab_size, "{}: mask_token_id {} is outside the vocabulary of {} tokens", source,
@@ -204,8 +211,10 @@ std::unique_ptr<DSparkModel> DSparkModel::load(const std::string& drafter_dir, c
     const fs::path dir(drafter_dir);
     MSA_CHECK(fs::is_directory(dir), "DSpark drafter directory {} does not exist", drafter_dir);
     const fs::path config_path = dir / "config.json";
-    MSA_CHECK(fs::exists(config_path), "{} is missing (a DSpark drafter directory holds config.json and "
-              "model.safetensors)", config_path.string());
+    MSA_CHECK(fs::exists(config_path),
+              "{} is missing (a DSpark drafter directory holds config.json and "
+              "model.safetensors)",
+              config_path.string());
     std::unique_ptr<DSparkModel> m(new DSparkModel());
     m->config_ = parse_dspark_config(read_text_file(config_path), config_path.string());
     if (options.sliding_window > 0) m->config_.sliding_window = options.sliding_window;
@@ -220,8 +229,9 @@ std::unique_ptr<DSparkModel> DSparkModel::load(const std::string& drafter_dir, c
               "DSpark drafter {} (hidden {}, vocabulary {}) does not fit the target {} (hidden {}, vocabulary {})",
               drafter_dir, c.hidden_size, c.vocab_size, target_dir.string(), target.hidden_size, target.vocab_size);
     for (const int layer : c.target_layer_ids) {
-        MSA_CHECK(layer < target.num_hidden_layers, "DSpark drafter {}: target layer {} does not exist (the target has {})",
-                  drafter_dir, layer, target.num_hidden_layers);
+        MSA_CHECK(layer < target.num_hidden_layers,
+                  "DSpark drafter {}: target layer {} does not exist (the target has {})", drafter_dir, layer,
+                  target.num_hidden_layers);
     }
     m->target_ = std::make_unique<Checkpoint>(Checkpoint::open(target_dir.string()));
     std::vector<std::string_view> names;
@@ -371,7 +381,9 @@ void DSparkModel::block_logits(std::int32_t anchor_token, std::int32_t n, const 
     MSA_CHECK(n >= 0 && n <= std::numeric_limits<std::int32_t>::max() - B, "anchor position {} is out of range", n);
     MSA_CHECK(context.layers.size() == layers_.size(), "the DSpark context has {} layers, the drafter {}",
               context.layers.size(), layers_.size());
-    MSA_CHECK(context.count == 0 || context.valid != nullptr, "the DSpark context has rows but no validity flags");
+    MSA_CHECK(context.count == 0 || (context.valid != nullptr && context.head_stride >= context.count),
+              "the DSpark context has {} rows but no validity flags or a head stride of {}", context.count,
+              context.head_stride);
     const auto H = static_cast<std::size_t>(c.hidden_size);
     const float eps = static_cast<float>(c.rms_norm_eps);
     std::vector<float> h(B * H), x(B * H), y(B * H);

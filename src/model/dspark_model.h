@@ -42,8 +42,8 @@ struct DSparkConfig {
     std::vector<int> target_layer_ids;  // target layers whose output residual stream is a tap, in taps-row order
     int block_size = 0;                 // dspark_block_size: anchor + B-1 masks
     int mask_token_id = 0;
-    int sliding_window = 0;  // context keys visible to a block anchored at n: positions [n - window, n - 1]
-    int markov_rank = 0;     // markov_head.rank ("vanilla" head)
+    int sliding_window = 0;           // context keys visible to a block anchored at n: positions [n - window, n - 1]
+    int markov_rank = 0;              // markov_head.rank ("vanilla" head)
     std::string target_model = "..";  // the target's directory, relative to the drafter directory
 
     std::int64_t q_dim() const { return std::int64_t{num_attention_heads} * head_dim; }
@@ -92,13 +92,13 @@ public:
     // Context keys and values of `count` tokens at positions first_position, first_position + 1, ...:
     // taps [count][tap_width]. Layer l's rows go to k_out[l] and vt_out[l] laid out as in DSparkLayerContext, the
     // pointers addressing row 0 of these tokens (K: row r0 of a buffer is buffer + r0 * head_dim; V^T: buffer + r0).
-    void context_kv(const float* taps, std::int64_t count, std::int32_t first_position,
-                    std::span<float* const> k_out, std::span<float* const> vt_out, std::int64_t head_stride) const;
+    void context_kv(const float* taps, std::int64_t count, std::int32_t first_position, std::span<float* const> k_out,
+                    std::span<float* const> vt_out, std::int64_t head_stride) const;
 
     // Block pass for `anchor_token` at `anchor_position` (= n): u [rows][vocab] = U_0 .. U_{rows-1} (without the
     // Markov term), rows in 1 .. block_size.
-    void block_logits(std::int32_t anchor_token, std::int32_t anchor_position, const DSparkContext& context,
-                      int rows, float* u) const;
+    void block_logits(std::int32_t anchor_token, std::int32_t anchor_position, const DSparkContext& context, int rows,
+                      float* u) const;
 
     // logits[vocab] += W2 W1[prev_token] (the Markov term).
     void add_markov(std::int32_t prev_token, float* logits) const;

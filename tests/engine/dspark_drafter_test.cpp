@@ -1,8 +1,8 @@
 // DSparkDrafter's state logic and DSparkModel's loading errors, on a tiny random drafter beside a random target
 // checkpoint. The expectation for drafts is DSparkModel run directly on a context built here, position by position,
 // from the observations that should count (an independent path from the drafter's row buffers).
-#include "core/error.h"
 #include "engine/dspark_drafter.h"
+#include "core/error.h"
 #include "formats/convert.h"
 #include "formats/safetensors_writer.h"
 #include "model/dspark_model.h"
@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -39,8 +40,8 @@ std::string drafter_config(const std::string& extra = "") {
  "swiglu_limit": 7.0, "vocab_size": {}, "target_layer_ids": [2, 0], "dspark_block_size": {}, "mask_token_id": {},
  "sliding_window": {}, "causal": false, "markov_head": {{"type": "vanilla", "rank": {}}},
  "shares_target_embeddings": true, "shares_target_lm_head": true, "target_model": ".."{}}})",
-                       kHidden, kLayers, kHeads, kKvHeads, kHeadDim, kInter, kVocab, kBlock, kVocab - 1, kWindow,
-                       kRank, extra);
+                       kHidden, kLayers, kHeads, kKvHeads, kHeadDim, kInter, kVocab, kBlock, kVocab - 1, kWindow, kRank,
+                       extra);
 }
 
 // name -> shape of every drafter tensor.
@@ -87,8 +88,8 @@ void write_checkpoints(const fs::path& dir, const std::string& config_extra = ""
         std::int64_t n = 1;
         for (const auto d : shape) n *= d;
         const bool norm = shape.size() == 1;
-        const float scale = norm ? 0.2f : (name.find("markov_head.w1") != std::string::npos ? 1.0f
-                                                                                            : 1.7f / std::sqrt(float(shape[1])));
+        const float scale =
+            norm ? 0.2f : (name.find("markov_head.w1") != std::string::npos ? 1.0f : 1.7f / std::sqrt(float(shape[1])));
         std::uniform_real_distribution<float> dist(-scale, scale);
         std::vector<float> f(static_cast<std::size_t>(n));
         for (auto& x : f) x = dist(rng);
@@ -185,7 +186,9 @@ protected:
 
 fs::path* DSparkDrafterTest::dir_ = nullptr;
 
-TEST_F(DSparkDrafterTest, TapLayersAreTheConfigsInOrder) { EXPECT_EQ(drafter_->tap_layers(), kTapLayers); }
+TEST_F(DSparkDrafterTest, TapLayersAreTheConfigsInOrder) {
+    EXPECT_EQ(drafter_->tap_layers(), kTapLayers);
+}
 
 // Decode with speculative verify steps: every step observes the anchor and its drafts, a few of which are accepted
 // (real taps) and the rest rejected (junk taps); the next propose must see exactly the real positions in the window,
@@ -239,6 +242,15 @@ TEST_F(DSparkDrafterTest, UnobservedPositionsAreMasked) {
     auto rows = real_rows(5, 9);
     rows.merge(real_rows(11, 14));
     EXPECT_EQ(propose(4, 0, toks(0, 15)), expected(tokens_, 14, rows));
+    // A gap where the buffer once held non-finite rows (a re-observation dropped them): they stay masked and harmless.
+    std::vector<float> nan_taps(3 * width(), std::numeric_limits<float>::quiet_NaN());
+    drafter_->observe(10, 0, 0, toks(0, 5), taps(0, 5));
+    drafter_->observe(10, 0, 5, toks(5, 3), nan_taps);
+    drafter_->observe(10, 0, 0, toks(0, 5), taps(0, 5));  // drops positions 5..7
+    drafter_->observe(10, 0, 10, toks(10, 2), taps(10, 2));
+    auto around_gap = real_rows(0, 5);
+    around_gap.merge(real_rows(10, 12));
+    EXPECT_EQ(propose(10, 0, toks(0, 13)), expected(tokens_, 12, around_gap));
     // Nothing observed at all: the block attends to itself only.
     EXPECT_EQ(propose(5, 0, toks(0, 15)), expected(tokens_, 14, {}));
 }
@@ -314,32 +326,36 @@ TEST(DSparkModelLoad, BadCheckpointsGiveClearErrors) {
     EXPECT_THAT(load_error("", [](auto& s) { s["fc.weight"] = {kHidden, kHidden}; }), HasSubstr("fc.weight"));
     EXPECT_THAT(load_error("", [](auto& s) { s["norm.weight"] = {kHidden + 1}; }), HasSubstr("norm.weight"));
     EXPECT_THAT(load_error(R"(, "causal": true)"), HasSubstr("causal"));
-    EXPECT_THAT(load_error("", {}, [](const fs::path& d) {
-                    std::ofstream(d / "drafter" / "config.json") << R"({"model_type": "dspark"})";
-                }),
+    EXPECT_THAT(load_error("", {},
+                           [](const fs::path& d) {
+                               std::ofstream(d / "drafter" / "config.json") << R"({"model_type": "dspark"})";
+                           }),
                 HasSubstr("hidden_size is missing"));
     EXPECT_THAT(load_error("", {}, [](const fs::path& d) { std::ofstream(d / "drafter" / "config.json") << "{oops"; }),
                 HasSubstr("not valid JSON"));
-    EXPECT_THAT(load_error("", {}, [](const fs::path& d) {
-                    std::string text = drafter_config();
-                    text.replace(text.find("[2, 0]"), 6, "[2, 9]");
-                    std::ofstream(d / "drafter" / "config.json") << text;
-                }),
+    EXPECT_THAT(load_error("", {},
+                           [](const fs::path& d) {
+                               std::string text = drafter_config();
+                               text.replace(text.find("[2, 0]"), 6, "[2, 9]");
+                               std::ofstream(d / "drafter" / "config.json") << text;
+                           }),
                 HasSubstr("target layer 9 does not exist"));
-    EXPECT_THAT(load_error("", {}, [](const fs::path& d) {
-                    std::string text = drafter_config();
-                    text.replace(text.find("\"..\""), 4, "\"../nowhere\"");
-                    std::ofstream(d / "drafter" / "config.json") << text;
-                }),
+    EXPECT_THAT(load_error("", {},
+                           [](const fs::path& d) {
+                               std::string text = drafter_config();
+                               text.replace(text.find("\"..\""), 4, "\"../nowhere\"");
+                               std::ofstream(d / "drafter" / "config.json") << text;
+                           }),
                 HasSubstr("target model directory"));
-    EXPECT_THAT(load_error("", {}, [](const fs::path& d) {
-                    std::string text = drafter_config();
-                    text.replace(text.find("\"vocab_size\": 320"), 17, "\"vocab_size\": 330");
-                    std::ofstream(d / "drafter" / "config.json") << text;
-                }),
+    EXPECT_THAT(load_error("", {},
+                           [](const fs::path& d) {
+                               std::string text = drafter_config();
+                               text.replace(text.find("\"vocab_size\": 320"), 17, "\"vocab_size\": 330");
+                               std::ofstream(d / "drafter" / "config.json") << text;
+                           }),
                 HasSubstr("does not fit the target"));
     EXPECT_THAT(load_error("", {}, [](const fs::path& d) { fs::remove(d / "drafter" / "model.safetensors"); }),
-                HasSubstr("drafter"));
+                HasSubstr("model.safetensors or *.safetensors file found"));
 }
 
 }  // namespace
