@@ -386,14 +386,16 @@ public:
     }
     void release(std::uint64_t id) override { inner_.release(id); }
     void propose(std::uint64_t id, std::int32_t index, std::span<const std::int32_t> tokens, std::int32_t max_drafts,
-                 std::vector<std::int32_t>& drafts, std::vector<float>& probs) override {
+                 std::vector<std::int32_t>& drafts, std::vector<float>& probs,
+                 const msa::DraftSampling& sampling) override {
         const double t0 = thread_cpu_us();
-        inner_.propose(id, index, tokens, max_drafts, drafts, probs);
+        inner_.propose(id, index, tokens, max_drafts, drafts, probs, greedy_drafts ? msa::DraftSampling{} : sampling);
         propose_us += thread_cpu_us() - t0;
         ++proposals;
     }
     double observe_us = 0, propose_us = 0;
     std::int64_t proposals = 0;
+    bool greedy_drafts = false;  // draft greedily even for sampling requests
 
 private:
     msa::Drafter& inner_;
@@ -411,17 +413,21 @@ struct SpecRun {
 // Greedy generation of every prompt, one request at a time (single-stream decoding, where speculative decoding
 // pays), with `drafter` verifying `k` drafts per step (nullptr: plain decoding). One engine thread, one model thread.
 SpecRun spec_run(msa::ModelExecutor& model, msa::Drafter* drafter, int k,
-                 const std::vector<std::vector<std::int32_t>>& prompts, int new_tokens) {
+                 const std::vector<std::vector<std::int32_t>>& prompts, int new_tokens, float temperature = 0.0f,
+                 bool greedy_drafts = false) {
     msa::EngineConfig config;
     config.num_speculative_tokens = drafter != nullptr ? k : 0;
     std::unique_ptr<TimedDrafter> timed = drafter != nullptr ? std::make_unique<TimedDrafter>(*drafter) : nullptr;
+    if (timed) timed->greedy_drafts = greedy_drafts;
     msa::Engine engine(config, model, nullptr, timed.get());
     SpecRun r;
     const double c0 = process_cpu_us();
     const auto t0 = Clock::now();
+    std::uint64_t seed = 0;
     for (const auto& p : prompts) {
         msa::SamplingParams params;
-        params.temperature = 0;
+        params.temperature = temperature;
+        params.seed = ++seed;
         params.max_tokens = new_tokens;
         params.ignore_eos = true;
         auto h = engine.submit({.prompt = p, .params = params});
@@ -574,6 +580,22 @@ int main(int argc, char** argv) {
             add(fmt::format("spec_dspark_k{}_us_per_token", k), decode_us(r), "us/token", note);
             add(fmt::format("spec_dspark_k{}_speedup", k), decode_us(base) / decode_us(r), "x",
                 {{"note", "CPU time of plain decoding over CPU time with the drafter (same prompts and tokens)"}});
+        }
+        // Sampling requests (temperature 1, seeded): drafts sampled from the drafter's q at the request's
+        // temperature against greedy drafts (q one-hot); both lossless, the acceptance differs.
+        for (const bool greedy : {true, false}) {
+            const int k = 3;
+            const SpecRun r = spec_run(*model, drafter.get(), k, prompts, new_tokens, 1.0f, greedy);
+            const double drafts = static_cast<double>(std::max<std::int64_t>(1, r.stats.spec_num_drafts));
+            nlohmann::json note = base_note;
+            note["note"] = fmt::format("as spec_dspark_k{}, but the requests sample at temperature 1 (seeds 1..{}); "
+                                       "drafts {}",
+                                       k, prompts.size(),
+                                       greedy ? "greedy (q one-hot)" : "sampled from the drafter's q at temperature 1");
+            note["num_speculative_tokens"] = k;
+            note["accepted_per_position"] = r.stats.spec_accepted_per_position;
+            add(fmt::format("spec_dspark_k{}_temperature1_{}_drafts_acceptance_length", k, greedy ? "greedy" : "sampled"),
+                1.0 + static_cast<double>(r.stats.spec_num_accepted_tokens) / drafts, "tokens/step", note);
         }
     }
 

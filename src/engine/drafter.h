@@ -7,11 +7,21 @@
 // observe() after the step, so the drafter can keep its own per-sequence context.
 #pragma once
 
+#include "engine/request_rng.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace msa {
+
+// How the request being drafted for samples, for probabilistic drafting.
+struct DraftSampling {
+    float temperature = 0.0f;          // the request's temperature; 0: greedy request (greedy drafts)
+    const RequestRng* rng = nullptr;   // the sequence's random stream (null: draft greedily)
+    std::uint64_t first_position = 0;  // output position of the first draft: draft i uses draw kDraftDraw there + i
+    static constexpr std::uint32_t kDraftDraw = 3;  // draws 0-2 are the verifier's (rejection_sampler.h)
+};
 
 class Drafter {
 public:
@@ -35,10 +45,11 @@ public:
     // context is positions [0, tokens.size() - 1); tokens.back() is the anchor, not yet computed by the target, so
     // anything observed at positions >= tokens.size() - 1 belongs to rejected drafts. When the drafts were sampled
     // from a distribution q, `draft_probs` gets one row of vocab_size probabilities per draft (probabilistic
-    // drafting); leaving it empty means greedy drafting (q is one-hot on each draft).
+    // drafting); leaving it empty means greedy drafting (q is one-hot on each draft). Either is lossless; sampling
+    // q at the request's temperature gets more drafts accepted when the request samples.
     virtual void propose(std::uint64_t request_id, std::int32_t sample_index, std::span<const std::int32_t> tokens,
-                         std::int32_t max_drafts, std::vector<std::int32_t>& drafts,
-                         std::vector<float>& draft_probs) = 0;
+                         std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& draft_probs,
+                         const DraftSampling& sampling = {}) = 0;
 };
 
 }  // namespace msa

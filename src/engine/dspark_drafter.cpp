@@ -177,7 +177,7 @@ void DSparkDrafter::release(std::uint64_t request_id) {
 
 void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index, std::span<const std::int32_t> tokens,
                             std::int32_t max_drafts, std::vector<std::int32_t>& drafts,
-                            std::vector<float>& draft_probs) {
+                            std::vector<float>& draft_probs, const DraftSampling& sampling) {
     drafts.clear();
     draft_probs.clear();
     const DSparkConfig& c = model_->config();
@@ -258,7 +258,17 @@ void DSparkDrafter::propose(std::uint64_t request_id, std::int32_t sample_index,
 
     std::vector<float> u(static_cast<std::size_t>(rows) * static_cast<std::size_t>(c.vocab_size));
     model_->block_logits(anchor, n, ctx, rows, u.data());
-    model_->greedy_drafts(u.data(), anchor, rows, drafts);
+    if (sampling.temperature > 0.0f && sampling.rng != nullptr) {
+        // Probabilistic drafting: x_j ~ q_j = softmax((U_j + Markov(x_{j-1})) / T), q_j reported for verification.
+        std::vector<double> uniforms(static_cast<std::size_t>(rows));
+        for (int j = 0; j < rows; ++j) {
+            uniforms[j] = sampling.rng->uniform(sampling.first_position + j, DraftSampling::kDraftDraw);
+        }
+        draft_probs.resize(u.size());
+        model_->sampled_drafts(u.data(), anchor, rows, sampling.temperature, uniforms, drafts, draft_probs.data());
+    } else {
+        model_->greedy_drafts(u.data(), anchor, rows, drafts);
+    }
 }
 
 std::unique_ptr<DSparkDrafter> load_dspark_drafter(const std::string& drafter_dir, const DSparkLoadOptions& options) {

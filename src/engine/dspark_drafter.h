@@ -39,7 +39,8 @@ public:
                  std::span<const std::int32_t> tokens, std::span<const float> taps) override;
     void release(std::uint64_t request_id) override;
     void propose(std::uint64_t request_id, std::int32_t sample_index, std::span<const std::int32_t> tokens,
-                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& draft_probs) override;
+                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& draft_probs,
+                 const DraftSampling& sampling = {}) override;
 
     const DSparkModel& model() const { return *model_; }
     // Sequences (request, sample) with state, and the bytes their buffers hold (for tests and metrics).

@@ -448,7 +448,8 @@ void Engine::propose_drafts() {
         if (k <= 0) continue;
         ss.draft_probs.clear();
         try {
-            drafter_->propose(rs.id, seq->index, seq->tokens, k, seq->draft_tokens, ss.draft_probs);
+            const DraftSampling sampling{rs.params.temperature, &ss.rng, static_cast<std::uint64_t>(ss.generated)};
+            drafter_->propose(rs.id, seq->index, seq->tokens, k, seq->draft_tokens, ss.draft_probs, sampling);
             if (static_cast<std::int32_t>(seq->draft_tokens.size()) > k) seq->draft_tokens.resize(k);
             const auto n = seq->draft_tokens.size();
             for (std::int32_t t : seq->draft_tokens) {

@@ -412,6 +412,38 @@ void DSparkModel::add_markov(std::int32_t prev_token, float* logits) const {
     add_rows(logits, term.data(), term.size());
 }
 
+void DSparkModel::sampled_drafts(const float* u, std::int32_t anchor_token, int num_drafts, float temperature,
+                                 std::span<const double> uniforms, std::vector<std::int32_t>& drafts,
+                                 float* probs) const {
+    const auto V = static_cast<std::size_t>(config_.vocab_size);
+    MSA_CHECK(num_drafts >= 0 && num_drafts <= config_.block_size && uniforms.size() >= std::size_t(num_drafts),
+              "a DSpark block drafts at most {} tokens with one uniform each, not {} with {}", config_.block_size,
+              num_drafts, uniforms.size());
+    MSA_CHECK(temperature > 0.0f, "sampled drafting needs a positive temperature, got {}", temperature);
+    drafts.clear();
+    std::int32_t x = anchor_token;
+    for (int j = 0; j < num_drafts; ++j) {
+        float* q = probs + j * V;
+        std::copy_n(u + j * V, V, q);
+        add_markov(x, q);
+        const float top = *std::max_element(q, q + V);
+        double sum = 0;
+        for (std::size_t v = 0; v < V; ++v) sum += q[v] = std::exp((q[v] - top) / temperature);
+        const auto inv = static_cast<float>(1.0 / sum);
+        for (std::size_t v = 0; v < V; ++v) q[v] *= inv;
+        // Inverse CDF; the last token with non-zero probability takes any rounding remainder.
+        double acc = 0;
+        x = -1;
+        for (std::size_t v = 0; v < V; ++v) {
+            if (q[v] <= 0.0f) continue;
+            x = static_cast<std::int32_t>(v);
+            acc += q[v];
+            if (uniforms[j] < acc) break;
+        }
+        drafts.push_back(x);
+    }
+}
+
 void DSparkModel::greedy_drafts(const float* u, std::int32_t anchor_token, int num_drafts,
                                 std::vector<std::int32_t>& drafts, float* logits) const {
     const auto V = static_cast<std::size_t>(config_.vocab_size);

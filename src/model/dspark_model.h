@@ -105,6 +105,11 @@ public:
 
     // Greedy drafting from a block's U (rows >= num_drafts): drafts[j] = argmax(U_j + Markov(x_j)), x_0 = anchor.
     // When `logits` is given it receives the num_drafts rows the drafts were chosen from.
+    // Sampled drafting: q_j = softmax((U_j + Markov(x_j)) / temperature), x_{j+1} drawn from q_j by inverse CDF with
+    // uniforms[j] in [0, 1); probs receives the num_drafts rows q_j [num_drafts][vocab].
+    void sampled_drafts(const float* u, std::int32_t anchor_token, int num_drafts, float temperature,
+                        std::span<const double> uniforms, std::vector<std::int32_t>& drafts, float* probs) const;
+
     void greedy_drafts(const float* u, std::int32_t anchor_token, int num_drafts, std::vector<std::int32_t>& drafts,
                        float* logits = nullptr) const;
 

@@ -2,6 +2,7 @@
 // checkpoint. The expectation for drafts is DSparkModel run directly on a context built here, position by position,
 // from the observations that should count (an independent path from the drafter's row buffers).
 #include "engine/dspark_drafter.h"
+#include "engine/chi_square.h"
 #include "core/error.h"
 #include "formats/convert.h"
 #include "formats/safetensors_writer.h"
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -275,6 +277,79 @@ TEST_F(DSparkDrafterTest, SamplesShareThePromptOfSampleZero) {
     EXPECT_EQ(propose(6, 1, std::span(other).first(prompt + 4)), expected(other, prompt + 3, early));
     // Sample 0 is unaffected.
     EXPECT_EQ(propose(6, 0, toks(0, prompt + 4)), expected(tokens_, prompt + 3, real_rows(0, prompt + 3)));
+}
+
+// Probabilistic drafting (a sampling request): each draft is drawn from the q row it reports, q_j is the softmax at
+// the request's temperature of the model's block logits plus the Markov term of the previous draft (computed here
+// from DSparkModel directly), draws come from the sequence's RNG at draw kDraftDraw of the draft's output position
+// (same RNG and position, same drafts), and the empirical frequency of the first draft follows q_0.
+TEST_F(DSparkDrafterTest, SampledDraftsAreDrawnFromTheReportedDistribution) {
+    const std::int32_t n = 40;
+    drafter_->observe(7, 0, 0, toks(0, n), taps(0, n));
+    const auto tokens = toks(0, n + 1);
+    const float temperature = 0.7f;
+    const RequestRng rng(1234, 0);
+    std::vector<std::int32_t> drafts, again;
+    std::vector<float> q, q2;
+    drafter_->propose(7, 0, tokens, kBlock, drafts, q, DraftSampling{temperature, &rng, 11});
+    ASSERT_EQ(drafts.size(), std::size_t{kBlock});
+    ASSERT_EQ(q.size(), std::size_t{kBlock} * kVocab);
+    drafter_->propose(7, 0, tokens, kBlock, again, q2, DraftSampling{temperature, &rng, 11});
+    EXPECT_EQ(again, drafts);
+
+    // The independent expectation: block logits from the model, Markov term, softmax / T.
+    const DSparkModel& m = drafter_->model();
+    std::vector<float> u(kBlock * kVocab);
+    {
+        const auto kv = static_cast<std::size_t>(m.config().kv_dim());
+        std::vector<std::vector<float>> k(kLayers, std::vector<float>(n * kv)), v = k;
+        std::vector<std::uint8_t> valid(n, 1);
+        std::vector<float*> kp, vp;
+        for (int l = 0; l < kLayers; ++l) {
+            kp.push_back(k[l].data());
+            vp.push_back(v[l].data());
+        }
+        m.context_kv(taps_.data(), n, 0, kp, vp, n);
+        DSparkContext ctx;
+        ctx.count = n;
+        ctx.head_stride = n;
+        ctx.valid = valid.data();
+        for (int l = 0; l < kLayers; ++l) ctx.layers.push_back({k[l].data(), v[l].data()});
+        m.block_logits(tokens[n], n, ctx, kBlock, u.data());
+    }
+    std::int32_t prev = tokens[n];
+    for (int j = 0; j < kBlock; ++j) {
+        std::vector<double> row(u.begin() + j * kVocab, u.begin() + (j + 1) * kVocab);
+        std::vector<float> markov(kVocab, 0.0f);
+        m.add_markov(prev, markov.data());
+        double top = -1e30, z = 0;
+        for (int t = 0; t < kVocab; ++t) top = std::max(top, row[t] += markov[t]);
+        for (double& x : row) z += x = std::exp((x - top) / temperature);
+        double sum = 0;
+        for (int t = 0; t < kVocab; ++t) {
+            EXPECT_NEAR(q[j * kVocab + t], row[t] / z, 1e-5) << "draft " << j << " token " << t;
+            sum += q[j * kVocab + t];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-4);
+        EXPECT_GT(q[j * kVocab + drafts[j]], 0.0f);
+        prev = drafts[j];
+    }
+
+    // Frequencies of the first draft over many random streams against q_0 (Pearson's chi-square; the streams are
+    // fixed, so the outcome is too).
+    std::vector<std::int64_t> counts(kVocab, 0);
+    for (int i = 0; i < 4000; ++i) {
+        const RequestRng r(static_cast<std::uint64_t>(i) + 1, 0);
+        drafter_->propose(7, 0, tokens, 1, again, q2, DraftSampling{temperature, &r, 0});
+        ++counts[again[0]];
+    }
+    const auto fit = testing::chi_square(counts, std::vector<double>(q.begin(), q.begin() + kVocab));
+    EXPECT_GT(fit.p_value, 1e-3) << "chi-square " << fit.statistic << " with " << fit.degrees_of_freedom << " dof";
+
+    // Temperature 0 or no RNG: greedy drafts, no q.
+    drafter_->propose(7, 0, tokens, kBlock, again, q2, DraftSampling{0.0f, &rng, 11});
+    EXPECT_TRUE(q2.empty());
+    EXPECT_EQ(again, propose(7, 0, tokens, kBlock));
 }
 
 TEST_F(DSparkDrafterTest, ReleaseFreesStateAndMemoryIsBounded) {

@@ -624,7 +624,8 @@ public:
     FakeDrafter(const FakeModel& model, double corrupt, bool probabilistic)
         : model_(model), corrupt_(corrupt), probabilistic_(probabilistic) {}
     void propose(std::uint64_t request_id, std::int32_t index, std::span<const std::int32_t> tokens,
-                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& probs) override {
+                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& probs,
+                 const DraftSampling& = {}) override {
         std::vector<std::int32_t> t(tokens.begin(), tokens.end());
         RequestRng rng(request_id * 131 + index, t.size());
         for (int i = 0; i < max_drafts; ++i) {
@@ -694,7 +695,7 @@ TEST(Engine, AFailingDrafterOnlyCostsSpeed) {
     class ThrowingDrafter : public Drafter {
     public:
         void propose(std::uint64_t, std::int32_t, std::span<const std::int32_t>, std::int32_t,
-                     std::vector<std::int32_t>& drafts, std::vector<float>&) override {
+                     std::vector<std::int32_t>& drafts, std::vector<float>&, const DraftSampling&) override {
             drafts.push_back(1);
             throw Error("drafter out of order");
         }
@@ -785,13 +786,14 @@ public:
         ++released;
     }
     void propose(std::uint64_t request_id, std::int32_t index, std::span<const std::int32_t> tokens,
-                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& probs) override {
+                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& probs,
+                 const DraftSampling& sampling) override {
         const auto& seen = context_[{request_id, index}];
         for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
             const bool observed_here = p < seen.size() && seen[p] >= 0;
             if (observed_here ? seen[p] != tokens[p] : require_every_position) ++bad_context;
         }
-        FakeDrafter::propose(request_id, index, tokens, max_drafts, drafts, probs);
+        FakeDrafter::propose(request_id, index, tokens, max_drafts, drafts, probs, sampling);
     }
     bool require_every_position = true;
     int bad_rows = 0, bad_context = 0, observed = 0, released = 0;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
 #include <latch>
 #include <sstream>
@@ -229,9 +230,24 @@ TEST(EngineBackend, ContextOverflowIs400) {
 
 TEST(EngineBackend, ClientDisconnectFreesThePagesAtOnce) {
     Stack s;
+    // Hold the engine 300 token writes in until the client is gone: otherwise a loaded machine may delay the
+    // client's close until all 1500 tokens sit in the socket buffers and the request ends by length, not abort.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool client_gone = false;
+    int writes = 0;
+    s.model.on_write = [&](PageId) {
+        std::unique_lock lock(mu);
+        if (++writes > 300) cv.wait_for(lock, 60s, [&] { return client_gone; });
+    };
     json body = chat(1500, {{"stream", true}, {"ignore_eos", true}});
     const std::string got =
         testing::post_then_disconnect(s.server.port(), "/v1/chat/completions", body.dump(), "\"content\":\"");
+    {
+        std::lock_guard lock(mu);
+        client_gone = true;
+    }
+    cv.notify_all();
     ASSERT_NE(got.find("\"content\":\""), std::string::npos) << got;
     // Generous bound: the engine notices the disconnect at its next step, which a loaded machine can delay by
     // seconds (5 s was seen to run out at load 8 on 2 cores). What is checked is the state after the abort.
