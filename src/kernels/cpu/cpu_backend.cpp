@@ -40,7 +40,14 @@ void CpuBackend::upload(void* dst, const void* host_src, std::size_t bytes) { st
 
 void CpuBackend::download(void* host_dst, const void* src, std::size_t bytes) { std::memcpy(host_dst, src, bytes); }
 
-WeightView CpuBackend::adopt_weight(const WeightView& host) { return host; }
+WeightView CpuBackend::adopt_weight(const WeightView& host) {
+    WeightView w = host;
+    if (w.format == LinearFormat::mxfp8 && w.data != nullptr && w.scales != nullptr && w.cols % 32 == 0) {
+        adopted_flags_.push_back(mxfp8_exponent_zero_blocks(w));
+        w.mxfp8_exponent_zero_blocks = adopted_flags_.back().data();
+    }
+    return w;
+}
 
 const float* CpuBackend::adopt_floats(std::span<const float> host) {
     adopted_.emplace_back(host.begin(), host.end());

@@ -34,6 +34,7 @@ public:
 
 private:
     std::deque<std::vector<float>> adopted_;
+    std::deque<std::vector<std::uint64_t>> adopted_flags_;  // MXFP8 weights' WeightView::mxfp8_exponent_zero_blocks
 };
 
 }  // namespace msa::cpu
