@@ -244,3 +244,43 @@ TEST(Mxfp8Decodings, CpuBackendAdoptsTheBitmap) {
 
 }  // namespace
 }  // namespace msa
+
+namespace msa {
+namespace {
+
+// CpuBackend::linear_group (a layer's projections in one parallel region) equals linear() on each weight, bit for
+// bit, in both activation modes and with several threads.
+TEST(LinearGroup, EqualsLinearOnEachWeight) {
+    cpu::CpuBackend backend;
+    const std::int64_t K = 256;
+    const auto a = test::make_weight(LinearFormat::mxfp8, 96, K, 1);
+    const auto b = test::make_weight(LinearFormat::nvfp4, 40, K, 2);
+    const auto c = test::make_weight(LinearFormat::bf16, 7, K, 3);
+    const WeightView va = backend.adopt_weight(a.view()), vb = b.view(), vc = c.view();
+    const WeightView* ws[] = {&va, &vb, &vc};
+    for (std::size_t threads : {1, 3}) {
+        set_num_threads(threads);
+        for (auto mode : {ActivationMode::exact, ActivationMode::int8}) {
+            for (std::int64_t m : {1, 3}) {
+                const auto x = test::random_floats(static_cast<std::size_t>(m * K), 5 + static_cast<std::uint32_t>(m));
+                std::vector<std::vector<float>> got(3), want(3);
+                float* ys[3];
+                for (int i = 0; i < 3; ++i) {
+                    got[i].assign(static_cast<std::size_t>(m * ws[i]->rows), -1.0f);
+                    want[i].assign(got[i].size(), -2.0f);
+                    ys[i] = got[i].data();
+                    cpu::linear(*ws[i], x.data(), m, want[i].data(), mode);
+                }
+                backend.linear_group(ws, x.data(), m, ys, mode);
+                for (int i = 0; i < 3; ++i) {
+                    ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)))
+                        << "weight " << i << " m " << m << " threads " << threads;
+                }
+            }
+        }
+    }
+    set_num_threads(1);
+}
+
+}  // namespace
+}  // namespace msa

@@ -73,6 +73,14 @@ void CpuBackend::linear(const WeightView& w, const float* x, std::int64_t m, flo
     cpu::linear(w, x, m, y, mode);
 }
 
+void CpuBackend::linear_group(std::span<const WeightView* const> ws, const float* x, std::int64_t m,
+                              std::span<float* const> ys, ActivationMode mode) {
+    MSA_CHECK(ws.size() == ys.size(), "linear_group: {} weights but {} outputs", ws.size(), ys.size());
+    std::vector<LinearTask> tasks(ws.size());
+    for (std::size_t i = 0; i < ws.size(); ++i) tasks[i] = LinearTask{ws[i], x, nullptr, m, ys[i], mode};
+    linear_many(tasks);
+}
+
 void CpuBackend::add(float* a, const float* b, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
