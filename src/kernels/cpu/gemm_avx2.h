@@ -110,28 +110,25 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
         }
         typename Loader::Scale sc[NR];
         for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);
+        // The block's products, its weights decoded by `decode` (chunk, or the loader's alternative decoding for
+        // flagged blocks: identical values).
+        auto block = [&](auto decode) __attribute__((always_inline)) {
+            for (int c = 0; c < kChunks; ++c) {
+                __m256 wv[NR];
+                for (int j = 0; j < NR; ++j) wv[j] = decode(j, c);
+                for (int i = 0; i < MR; ++i) {
+                    const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
+                    for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+                }
+            }
+        };
         if constexpr (has_block_check<Loader>()) {
             if (check_blocks && w.block_flagged(r, k)) [[unlikely]] {
-                // The same products from the loader's alternative decoding (identical values).
-                for (int c = 0; c < kChunks; ++c) {
-                    __m256 wv[NR];
-                    for (int j = 0; j < NR; ++j) wv[j] = w.chunk_f16c(r[j], sc[j], k, c);
-                    for (int i = 0; i < MR; ++i) {
-                        const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
-                        for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
-                    }
-                }
+                block([&](int j, int c) { return w.chunk_f16c(r[j], sc[j], k, c); });
                 continue;
             }
         }
-        for (int c = 0; c < kChunks; ++c) {
-            __m256 wv[NR];
-            for (int j = 0; j < NR; ++j) wv[j] = w.chunk(r[j], sc[j], k, c);
-            for (int i = 0; i < MR; ++i) {
-                const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
-                for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
-            }
-        }
+        block([&](int j, int c) { return w.chunk(r[j], sc[j], k, c); });
     }
     for (; k < k_vec; k += 8) {  // 8-column remainder (F32-like loaders only), same order
         for (int j = 0; j < NR; ++j) {
