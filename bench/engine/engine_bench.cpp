@@ -1,14 +1,20 @@
 // Scheduler and engine overhead per step at 256 concurrent sequences (the fake model's forward costs ~0 and is
 // timed and subtracted), sampling cost per token at MiniMax-M3's vocabulary (200064), and the prefix-cache hash
 // cost per 128-token block, and the engine over the real CPU model (a tiny random checkpoint) against the model's
-// own single-sequence loop. Writes JSON figures (contributing.md: figure, value, unit, date, machine, commit).
+// own single-sequence loop, and speculative decoding with the default model's DSpark drafter against plain
+// decoding (--only spec; --model DIR, --prompts FILE). Writes JSON figures (contributing.md: figure, value, unit,
+// date, machine, commit).
 //
 //   build/bench/engine/engine_bench --out bench/results/engine_$(date +%F).json
+//   build/bench/engine/engine_bench --only spec --out bench/results/spec_decode_$(date +%F).json
 #include "core/parallel.h"
 #include "engine/block_hash.h"
+#include "core/error.h"
 #include "engine/cpu_model_executor.h"
+#include "engine/dspark_drafter.h"
 #include "engine/engine.h"
 #include "engine/fake_model.h"
+#include "engine/model_bundle.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "model/minimax_m3_model.h"
@@ -367,13 +373,88 @@ double block_hash_us() {
     return median(samples);
 }
 
+// Wraps a drafter and adds up the thread CPU time of its calls (they run on the engine thread).
+class TimedDrafter : public msa::Drafter {
+public:
+    explicit TimedDrafter(msa::Drafter& inner) : inner_(inner) {}
+    std::vector<int> tap_layers() const override { return inner_.tap_layers(); }
+    void observe(std::uint64_t id, std::int32_t index, std::int32_t first, std::span<const std::int32_t> tokens,
+                 std::span<const float> taps) override {
+        const double t0 = thread_cpu_us();
+        inner_.observe(id, index, first, tokens, taps);
+        observe_us += thread_cpu_us() - t0;
+    }
+    void release(std::uint64_t id) override { inner_.release(id); }
+    void propose(std::uint64_t id, std::int32_t index, std::span<const std::int32_t> tokens, std::int32_t max_drafts,
+                 std::vector<std::int32_t>& drafts, std::vector<float>& probs) override {
+        const double t0 = thread_cpu_us();
+        inner_.propose(id, index, tokens, max_drafts, drafts, probs);
+        propose_us += thread_cpu_us() - t0;
+        ++proposals;
+    }
+    double observe_us = 0, propose_us = 0;
+    std::int64_t proposals = 0;
+
+private:
+    msa::Drafter& inner_;
+};
+
+struct SpecRun {
+    std::vector<std::vector<std::int32_t>> tokens;
+    double cpu_us = 0, wall_us = 0;
+    std::int64_t generated = 0, steps = 0;
+    msa::EngineStats stats;
+    double propose_us = 0, observe_us = 0;
+    std::int64_t proposals = 0;
+};
+
+// Greedy generation of every prompt, one request at a time (single-stream decoding, where speculative decoding
+// pays), with `drafter` verifying `k` drafts per step (nullptr: plain decoding). One engine thread, one model thread.
+SpecRun spec_run(msa::ModelExecutor& model, msa::Drafter* drafter, int k,
+                 const std::vector<std::vector<std::int32_t>>& prompts, int new_tokens) {
+    msa::EngineConfig config;
+    config.num_speculative_tokens = drafter != nullptr ? k : 0;
+    std::unique_ptr<TimedDrafter> timed = drafter != nullptr ? std::make_unique<TimedDrafter>(*drafter) : nullptr;
+    msa::Engine engine(config, model, nullptr, timed.get());
+    SpecRun r;
+    const double c0 = process_cpu_us();
+    const auto t0 = Clock::now();
+    for (const auto& p : prompts) {
+        msa::SamplingParams params;
+        params.temperature = 0;
+        params.max_tokens = new_tokens;
+        params.ignore_eos = true;
+        auto h = engine.submit({.prompt = p, .params = params});
+        std::vector<std::int32_t> out;
+        while (auto ev = h->next()) {
+            for (const auto& d : ev->samples) out.insert(out.end(), d.token_ids.begin(), d.token_ids.end());
+        }
+        r.generated += static_cast<std::int64_t>(out.size());
+        r.tokens.push_back(std::move(out));
+    }
+    r.wall_us = us_since(t0);
+    r.cpu_us = process_cpu_us() - c0;
+    engine.shutdown();
+    r.stats = engine.stats();
+    r.steps = r.stats.num_steps;
+    if (timed) {
+        r.propose_us = timed->propose_us;
+        r.observe_us = timed->observe_us;
+        r.proposals = timed->proposals;
+    }
+    return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string out_path, only;
+    std::string spec_model = "models/default", spec_prompts = "bench/engine/heldout_prompts.json";
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--out" && i + 1 < argc) out_path = argv[++i];
-        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, cpu_model, sample, hash
+        if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];  // scheduler, engine, cpu_model, spec, sample, hash
+        if (std::string(argv[i]) == "--model" && i + 1 < argc) spec_model = argv[++i];
+        if (std::string(argv[i]) == "--prompts" && i + 1 < argc) spec_prompts = argv[++i];
     }
     auto wanted = [&](const char* section) { return only.empty() || only == section; };
     const std::string date = run_command("date -u +%Y-%m-%d");
@@ -440,6 +521,60 @@ int main(int argc, char** argv) {
         add("cpu_model_engine_forward_per_step", c.engine_forward_us_per_step, "us/step", note);
         add("cpu_model_engine_overhead_per_step", c.engine_overhead_us_per_step, "us/step", note);
         if (!c.same_tokens) std::cout << "WARNING: the engine's tokens differ from the direct loop's\n";
+    }
+
+    if (wanted("spec")) {
+        // Speculative decoding with the model's DSpark drafter against plain decoding: greedy, so the tokens must
+        // match; acceptance length = tokens per target step.
+        const msa::ModelBundle bundle = msa::load_model_bundle(spec_model);
+        MSA_CHECK(bundle.tokenizer != nullptr, "{} has no tokenizer.json", spec_model);
+        std::ifstream pf(spec_prompts);
+        MSA_CHECK(pf.good(), "cannot read {}", spec_prompts);
+        const auto doc = nlohmann::json::parse(pf);
+        std::vector<std::vector<std::int32_t>> prompts;
+        for (const auto& text : doc.at("prompts")) prompts.push_back(bundle.tokenizer->encode(text.get<std::string>(), true));
+        const int new_tokens = 128;
+        msa::CpuModelExecutorOptions mo;
+        mo.threads = 1;
+        auto model = msa::load_cpu_model_executor(bundle.dir, mo);
+        msa::DSparkLoadOptions dopt;
+        dopt.target_dir = bundle.dir.string();
+        auto drafter = msa::load_dspark_drafter((bundle.dir / "drafter").string(), dopt);
+        // The prompts' prefill (and first token) alone, subtracted so that the figures are per decoded token.
+        const SpecRun prefill = spec_run(*model, nullptr, 0, prompts, 1);
+        auto decode_us = [&](const SpecRun& r) {
+            return (r.cpu_us - prefill.cpu_us) / static_cast<double>(r.generated - prefill.generated);
+        };
+        const SpecRun base = spec_run(*model, nullptr, 0, prompts, new_tokens);
+        const nlohmann::json base_note = {
+            {"note", fmt::format("{} ({}), {} held-out prompts ({}), {} greedy tokens each, one request at a time, "
+                                 "one model thread; process CPU time per decoded token (the prompts' prefill, timed alone, "
+                                 "subtracted)",
+                                 spec_model, "default config: NVFP4 KV, MSA", prompts.size(), spec_prompts,
+                                 new_tokens)},
+            {"steps", base.steps}, {"wall_us_per_token", base.wall_us / static_cast<double>(base.generated)}};
+        add("spec_off_us_per_token", decode_us(base), "us/token", base_note);
+        for (const int k : {3, 7}) {
+            const SpecRun r = spec_run(*model, drafter.get(), k, prompts, new_tokens);
+            int same = 0;
+            for (std::size_t i = 0; i < prompts.size(); ++i) same += r.tokens[i] == base.tokens[i];
+            const double drafts = static_cast<double>(std::max<std::int64_t>(1, r.stats.spec_num_drafts));
+            nlohmann::json note = base_note;
+            note["num_speculative_tokens"] = k;
+            note["steps"] = r.steps;
+            note["wall_us_per_token"] = r.wall_us / static_cast<double>(r.generated);
+            note["prompts_with_tokens_equal_to_plain_decoding"] = same;
+            note["accepted_per_position"] = r.stats.spec_accepted_per_position;
+            note["target_steps_per_decoded_token"] =
+                static_cast<double>(r.steps - prefill.steps) / static_cast<double>(r.generated - prefill.generated);
+            note["drafter_propose_us_per_call"] = r.propose_us / static_cast<double>(std::max<std::int64_t>(1, r.proposals));
+            note["drafter_observe_us_per_generated_token"] = r.observe_us / static_cast<double>(r.generated);
+            add(fmt::format("spec_dspark_k{}_acceptance_length", k),
+                1.0 + static_cast<double>(r.stats.spec_num_accepted_tokens) / drafts, "tokens/step", note);
+            add(fmt::format("spec_dspark_k{}_us_per_token", k), decode_us(r), "us/token", note);
+            add(fmt::format("spec_dspark_k{}_speedup", k), decode_us(base) / decode_us(r), "x",
+                {{"note", "CPU time of plain decoding over CPU time with the drafter (same prompts and tokens)"}});
+        }
     }
 
     const int vocab = 200064;

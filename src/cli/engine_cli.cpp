@@ -2,7 +2,11 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/dspark_drafter.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstdio>
 
 namespace msa::cli {
@@ -18,6 +22,11 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
     cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget of one step (prefill chunk)")
         ->capture_default_str();
     cmd.add_flag("--no-prefix-caching", f.no_prefix_caching, "do not reuse cached prompt pages");
+    cmd.add_option("--speculative-config", f.speculative_config,
+                   "speculative decoding, as JSON: {\"method\": \"dspark\", \"model\": DRAFTER_DIR (default: the "
+                   "model's drafter/), \"num_speculative_tokens\": N (default: the drafter's block size)}");
+    cmd.add_option("--num-speculative-tokens", f.num_speculative_tokens,
+                   "speculative decoding with the model's DSpark drafter (drafter/): drafts verified per step");
 }
 
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f, std::int32_t default_max_tokens) {
@@ -74,6 +83,62 @@ CpuModelExecutorOptions executor_options(const EngineFlags& f) {
     return o;
 }
 
+std::optional<SpeculativeSettings> speculative_settings(const EngineFlags& f, const std::filesystem::path& model_dir) {
+    MSA_CHECK(f.num_speculative_tokens >= 0, "--num-speculative-tokens must not be negative, got {}",
+              f.num_speculative_tokens);
+    MSA_CHECK(f.speculative_config.empty() || f.num_speculative_tokens == 0,
+              "give either --speculative-config or --num-speculative-tokens, not both");
+    SpeculativeSettings s;
+    s.drafter_dir = model_dir / "drafter";
+    if (f.num_speculative_tokens > 0) {
+        s.num_tokens = f.num_speculative_tokens;
+        return s;
+    }
+    if (f.speculative_config.empty()) return std::nullopt;
+    const auto doc = nlohmann::json::parse(f.speculative_config, nullptr, false);
+    MSA_CHECK(!doc.is_discarded() && doc.is_object(),
+              "--speculative-config must be a JSON object, e.g. '{{\"method\": \"dspark\", "
+              "\"num_speculative_tokens\": 7}}', got '{}'",
+              f.speculative_config);
+    for (const auto& [key, value] : doc.items()) {
+        if (key == "method") {
+            MSA_CHECK(value.is_string() && value.get<std::string>() == "dspark",
+                      "--speculative-config: method must be \"dspark\" (the only drafter this engine has), got {}",
+                      value.dump());
+        } else if (key == "model") {
+            MSA_CHECK(value.is_string() && !value.get<std::string>().empty(),
+                      "--speculative-config: model must be a directory path, got {}", value.dump());
+            s.drafter_dir = value.get<std::string>();
+        } else if (key == "num_speculative_tokens") {
+            MSA_CHECK(value.is_number_integer() && value.get<std::int64_t>() > 0 && value.get<std::int64_t>() < 1024,
+                      "--speculative-config: num_speculative_tokens must be a positive integer, got {}", value.dump());
+            s.num_tokens = value.get<std::int32_t>();
+        } else {
+            fail("--speculative-config: unknown key '{}' (known: method, model, num_speculative_tokens)", key);
+        }
+    }
+    MSA_CHECK(doc.contains("method"), "--speculative-config needs \"method\": \"dspark\"");
+    return s;
+}
+
+std::unique_ptr<Drafter> load_drafter(const SpeculativeSettings& s, const std::filesystem::path& model_dir,
+                                      EngineConfig& config) {
+    MSA_CHECK(std::filesystem::is_directory(s.drafter_dir),
+              "speculative decoding: no drafter directory {} (a DSpark drafter has config.json and "
+              "model.safetensors)",
+              s.drafter_dir.string());
+    DSparkLoadOptions options;
+    options.target_dir = model_dir.string();  // the drafter shares the served model's embeddings and lm_head
+    auto drafter = load_dspark_drafter(s.drafter_dir.string(), options);
+    const std::int32_t block = drafter->model().config().block_size;
+    const std::int32_t k = s.num_tokens == 0 ? block : s.num_tokens;
+    MSA_CHECK(k <= block, "speculative decoding: {} speculative tokens asked for, but the drafter drafts {} per block",
+              k, block);
+    config.num_speculative_tokens = k;
+    MSA_LOG_INFO("speculative decoding: DSpark drafter {} ({} tokens per step)", s.drafter_dir.string(), k);
+    return drafter;
+}
+
 std::unique_ptr<LoadedEngine> load_engine(const EngineFlags& f) {
     auto e = std::make_unique<LoadedEngine>();
     e->bundle = load_model_bundle(resolve_model_dir(f.model.model_dir));
@@ -84,7 +149,8 @@ std::unique_ptr<LoadedEngine> load_engine(const EngineFlags& f) {
     config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
     config.scheduler.enable_prefix_caching = !f.no_prefix_caching;
     config.eos_token_ids = e->bundle.eos_token_ids;
-    e->engine = std::make_unique<Engine>(config, *e->model, e->bundle.text.get());
+    if (const auto spec = speculative_settings(f, e->bundle.dir)) e->drafter = load_drafter(*spec, e->bundle.dir, config);
+    e->engine = std::make_unique<Engine>(config, *e->model, e->bundle.text.get(), e->drafter.get());
     MSA_LOG_DEBUG("model {}: {} KV pages, max_model_len {}", e->bundle.dir.string(), e->model->num_kv_pages(),
                   e->model->max_model_len());
     return e;
@@ -100,6 +166,18 @@ void print_request_speed(const RequestEvent& final_event, std::int32_t prompt_to
                  "decode %.2f tokens/s]\n",
                  prompt_tokens, u.cached_tokens, u.completion_tokens, t.ttft,
                  t.prefill > 0 ? (prompt_tokens - u.cached_tokens) / t.prefill : 0.0, decode_rate);
+}
+
+void print_speculative_stats(const EngineStats& s) {
+    if (s.spec_num_drafts == 0) return;
+    std::fprintf(stderr,
+                 "[speculative decoding: %lld drafts, %lld of %lld draft tokens accepted (%.1f%%), acceptance length "
+                 "%.2f tokens per step]\n",
+                 static_cast<long long>(s.spec_num_drafts), static_cast<long long>(s.spec_num_accepted_tokens),
+                 static_cast<long long>(s.spec_num_draft_tokens),
+                 100.0 * static_cast<double>(s.spec_num_accepted_tokens) /
+                     static_cast<double>(std::max<std::int64_t>(1, s.spec_num_draft_tokens)),
+                 1.0 + static_cast<double>(s.spec_num_accepted_tokens) / static_cast<double>(s.spec_num_drafts));
 }
 
 }  // namespace msa::cli

@@ -24,6 +24,10 @@ struct EngineFlags {
     int max_model_len = 0;
     int max_num_batched_tokens = 2048;
     bool no_prefix_caching = false;
+    // Speculative decoding: vLLM's --speculative-config JSON, or the shorthand --num-speculative-tokens (the
+    // model directory's DSpark drafter, drafter/).
+    std::string speculative_config;
+    int num_speculative_tokens = 0;
 };
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
 
@@ -43,15 +47,31 @@ SamplingParams sampling_params(const SamplingFlags& flags, const GenerationDefau
 // The CPU executor options the flags choose; throws msa::Error naming a bad flag.
 CpuModelExecutorOptions executor_options(const EngineFlags& flags);
 
-// The model directory, its weights on the CPU and an engine over them (declared in destruction order).
+// What the speculative-decoding flags ask for; nullopt when they are off. Throws msa::Error naming the flag or
+// the JSON key at fault.
+struct SpeculativeSettings {
+    std::filesystem::path drafter_dir;
+    std::int32_t num_tokens = 0;  // 0: the drafter's block size
+};
+std::optional<SpeculativeSettings> speculative_settings(const EngineFlags& flags,
+                                                        const std::filesystem::path& model_dir);
+// Loads the drafter the settings name for the target in model_dir and sets config.num_speculative_tokens.
+std::unique_ptr<Drafter> load_drafter(const SpeculativeSettings& settings, const std::filesystem::path& model_dir,
+                                      EngineConfig& config);
+
+// The model directory, its weights on the CPU, the drafter if asked for, and an engine over them (declared in
+// destruction order).
 struct LoadedEngine {
     ModelBundle bundle;
     std::unique_ptr<ModelExecutor> model;
+    std::unique_ptr<Drafter> drafter;
     std::unique_ptr<Engine> engine;
 };
 std::unique_ptr<LoadedEngine> load_engine(const EngineFlags& flags);
 
 // Prints a finished request's figures on stderr: prompt and generated tokens, time to first token, decode speed.
 void print_request_speed(const RequestEvent& final_event, std::int32_t prompt_tokens);
+// Prints the engine's speculative-decoding counters on stderr (nothing when no drafts were made).
+void print_speculative_stats(const EngineStats& stats);
 
 }  // namespace msa::cli

@@ -72,6 +72,7 @@ int run_generate(const GenerateOptions& o) {
             std::fflush(stdout);  // the newline before the figures on stderr
             MSA_CHECK(event->error.empty(), "generation failed: {}", event->error);
             print_request_speed(*event, static_cast<std::int32_t>(prompt.size()));
+            print_speculative_stats(loaded->engine->stats());
         }
     }
     return 0;

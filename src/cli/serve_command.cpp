@@ -168,7 +168,9 @@ int run_serve(const ServeOptions& o) {
     ec.max_waiting_requests = o.max_queued_requests;
     ec.max_n = o.max_n;
     ec.eos_token_ids = bundle.eos_token_ids;
-    Engine engine(ec, *model, &text);
+    std::unique_ptr<Drafter> drafter;  // outlives the engine
+    if (const auto spec = speculative_settings(o.engine, dir)) drafter = load_drafter(*spec, dir, ec);
+    Engine engine(ec, *model, &text, drafter.get());
 
     progress.stage("HTTP server");
     server::EngineBackendOptions bo;

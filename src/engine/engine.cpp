@@ -195,6 +195,7 @@ Engine::Engine(const EngineConfig& config, ModelExecutor& model, const TokenText
       sampler_(SamplerConfig{model.vocab_size(), config_.eos_token_ids, config_.logprobs_mode}),
       seed_base_(std::random_device{}()) {
     seed_base_ = (seed_base_ << 32) ^ std::random_device{}();
+    if (drafter_ != nullptr && config_.num_speculative_tokens > 0) forward_options_.tap_layers = drafter_->tap_layers();
     init_histograms(live_);
     live_.spec_accepted_per_position.assign(config_.num_speculative_tokens, 0);
     stats_ = live_;
@@ -464,6 +465,41 @@ void Engine::propose_drafts() {
     }
 }
 
+// Hands each sequence's rows of the step's hidden-state taps ([num_taps][step tokens][hidden] from the model) to
+// the drafter as [tokens][num_taps * hidden]. A drafter failure only costs speed: it is logged, never fatal.
+void Engine::pass_taps_to_drafter(const ScheduledStep& step) {
+    const std::size_t num_taps = forward_options_.tap_layers.size();
+    const auto total = static_cast<std::size_t>(step.num_tokens);
+    if (total == 0) return;
+    if (output_.hidden_taps.empty() || output_.hidden_taps.size() % (num_taps * total) != 0) {
+        MSA_LOG_WARN("the model returned {} hidden-tap values for {} taps of {} tokens; no drafter context this step",
+                     output_.hidden_taps.size(), num_taps, total);
+        return;
+    }
+    const std::size_t hidden = output_.hidden_taps.size() / (num_taps * total);
+    std::vector<float> rows;
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < step.seqs.size(); ++i) {
+        const SequenceStep& b = step.batch.seqs[i];
+        const std::size_t n = b.tokens.size();
+        rows.resize(n * num_taps * hidden);
+        for (std::size_t t = 0; t < n; ++t) {
+            for (std::size_t k = 0; k < num_taps; ++k) {
+                const float* src = output_.hidden_taps.data() + (k * total + offset + t) * hidden;
+                std::copy(src, src + hidden, rows.data() + (t * num_taps + k) * hidden);
+            }
+        }
+        offset += n;
+        const Sequence& seq = *step.seqs[i].seq;
+        try {
+            drafter_->observe(seq.request_id, seq.index, b.past_len, b.tokens, rows);
+        } catch (const std::exception& e) {
+            MSA_LOG_WARN("request {}: the drafter failed to take the step's hidden states: {}", seq.request_id,
+                         e.what());
+        }
+    }
+}
+
 void Engine::run_step() {
     if (drafter_ != nullptr && config_.num_speculative_tokens > 0) propose_drafts();
     ScheduledStep step = scheduler_->schedule();
@@ -474,7 +510,7 @@ void Engine::run_step() {
     const std::int32_t vocab = model_.vocab_size();
     output_.logits.clear();
     try {
-        model_.forward(step.batch, ForwardOptions{}, output_);
+        model_.forward(step.batch, forward_options_, output_);
         MSA_CHECK(output_.logits.size() == static_cast<std::size_t>(step.num_logits) * vocab,
                   "The model returned {} logits for {} rows of {}.", output_.logits.size(), step.num_logits, vocab);
     } catch (const std::exception& e) {
@@ -488,6 +524,7 @@ void Engine::run_step() {
         ++live_.num_steps;
         return;
     }
+    if (!forward_options_.tap_layers.empty()) pass_taps_to_drafter(step);
     scheduler_->complete_step(step);
 
     // Collect the rows to sample; plain samples are drawn in parallel across sequences (each sequence's result
@@ -722,7 +759,15 @@ void Engine::publish(RequestState& rs) {
                   rs.external_id, rs.usage->prompt_tokens, rs.usage->cached_tokens, rs.usage->completion_tokens,
                   rs.timings->e2e, rs.error.empty() ? "" : ", error: ", rs.error);
     std::shared_ptr<RequestHandle> handle = rs.handle;
-    requests_.erase(rs.id);  // destroys rs
+    const std::uint64_t id = rs.id;
+    requests_.erase(id);  // destroys rs
+    if (drafter_ != nullptr) {
+        try {
+            drafter_->release(id);
+        } catch (const std::exception& e) {
+            MSA_LOG_WARN("request {}: the drafter failed to release its state: {}", id, e.what());
+        }
+    }
     handle->push(std::move(event));
 }
 

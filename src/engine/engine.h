@@ -120,6 +120,7 @@ private:
     void run();
     void run_step();
     void propose_drafts();
+    void pass_taps_to_drafter(const ScheduledStep& step);
     // Calls fn(sampler, i) for i in [0, count), across threads when the work is large enough.
     void sample_in_parallel(std::size_t count, const std::function<void(Sampler&, std::size_t)>& fn);
     void process_verify(RequestState& rs, SeqState& ss, std::span<const float> logits, std::int32_t num_drafts);
@@ -142,6 +143,7 @@ private:
     ModelExecutor& model_;
     const TokenTextSource* text_;
     Drafter* drafter_;
+    ForwardOptions forward_options_;  // hidden-state taps when the drafter wants them
     std::shared_ptr<EngineShared> shared_;
 
     // Engine-thread state.

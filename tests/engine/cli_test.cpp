@@ -162,6 +162,45 @@ TEST_F(CliTest, GenerateErrorsAreOneLine) {
     EXPECT_NE(too_long.err.find("maximum context length is 128 tokens"), std::string::npos) << too_long.err;
 }
 
+// Speculative decoding with the shipped default model's DSpark drafter: greedy output identical to plain decoding
+// (lossless), the acceptance figures on stderr, and clear one-line errors for bad speculative flags.
+TEST_F(CliTest, SpeculativeDecodingWithTheDefaultDrafterIsLossless) {
+    const std::string model = (fs::path(MSA_SOURCE_DIR) / "models" / "default").string();
+    const std::string args = fmt::format("generate --model '{}' --prompt 'And it came to pass' --threads 1 "
+                                         "--temperature 0 --ignore-eos --max-tokens 60",
+                                         model);
+    const RunResult plain = run(args, "");
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    for (const std::string spec : {"--num-speculative-tokens 7", "--num-speculative-tokens 2",
+                                   R"(--speculative-config '{"method": "dspark", "num_speculative_tokens": 4}')"}) {
+        const RunResult r = run(args + " " + spec, "");
+        ASSERT_EQ(r.status, 0) << spec << ": " << r.err;
+        EXPECT_EQ(r.out, plain.out) << spec;
+        EXPECT_NE(r.err.find("acceptance length"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(plain.err.find("acceptance length"), std::string::npos) << plain.err;
+
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"--num-speculative-tokens 8", "drafts 7 per block"},
+        {R"(--speculative-config '{"method": "eagle"}')", "method must be \"dspark\""},
+        {R"(--speculative-config '{"method": "dspark", "k": 3}')", "unknown key 'k'"},
+        {R"(--speculative-config '[1]')", "must be a JSON object"},
+        {R"(--speculative-config '{"num_speculative_tokens": 3}')", "needs \"method\""},
+        {R"(--speculative-config '{"method": "dspark", "model": "/nonexistent"}')", "no drafter directory"},
+    };
+    for (const auto& [flags, message] : bad) {
+        const RunResult r = run(args + " " + flags, "");
+        EXPECT_EQ(r.status, 1) << flags;
+        EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+    }
+    // The tiny test model has no drafter/.
+    const RunResult none = run(fmt::format("generate --model '{}' --prompt hi --num-speculative-tokens 3",
+                                           model_dir().string()),
+                               "");
+    EXPECT_EQ(none.status, 1);
+    EXPECT_NE(none.err.find("no drafter directory"), std::string::npos) << none.err;
+}
+
 // A conversation through stdin: the history is rendered with the template each turn, /reset forgets it.
 TEST_F(CliTest, ChatStreamsRepliesWithHistoryAndReset) {
     const RunResult r = run(fmt::format("chat --model '{}' -q {}", model_dir().string(), kGreedy),

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <thread>
 
 namespace msa {
@@ -750,6 +751,99 @@ TEST(Engine, SpeculativeSamplingKeepsEveryInvariantUnderPressure) {
     EXPECT_EQ(s.generation_tokens, generated);
     EXPECT_GT(s.spec_num_accepted_tokens, 0);
     EXPECT_EQ(s.kv_cache_usage, 0.0);
+}
+
+// A drafter that conditions on hidden-state taps: it checks that every row the engine hands it is the fake
+// model's tap of the right layer, position and token, and that at each proposal every position of the context it
+// was shown holds the token the sequence really has there (rejected drafts and preempted work replaced).
+class TapCheckingDrafter : public FakeDrafter {
+public:
+    using FakeDrafter::FakeDrafter;
+    std::vector<int> tap_layers() const override { return {4, 1}; }
+    void observe(std::uint64_t request_id, std::int32_t index, std::int32_t first_position,
+                 std::span<const std::int32_t> tokens, std::span<const float> taps) override {
+        constexpr std::size_t h = FakeModel::kTapHidden;
+        if (taps.size() != tokens.size() * 2 * h) {
+            ++bad_rows;
+            return;
+        }
+        auto& seen = context_[{request_id, index}];
+        for (std::size_t t = 0; t < tokens.size(); ++t) {
+            const std::int32_t pos = first_position + static_cast<std::int32_t>(t);
+            const float* row = taps.data() + t * 2 * h;
+            const bool ok = row[0] == 4.0f && row[h] == 1.0f && row[1] == static_cast<float>(pos) &&
+                            row[h + 1] == static_cast<float>(pos) && row[2] == static_cast<float>(tokens[t]) &&
+                            row[h + 2] == static_cast<float>(tokens[t]);
+            bad_rows += !ok;
+            if (seen.size() <= static_cast<std::size_t>(pos)) seen.resize(pos + 1, -1);
+            seen[pos] = tokens[t];
+        }
+        ++observed;
+    }
+    void release(std::uint64_t request_id) override {
+        std::erase_if(context_, [&](const auto& kv) { return kv.first.first == request_id; });
+        ++released;
+    }
+    void propose(std::uint64_t request_id, std::int32_t index, std::span<const std::int32_t> tokens,
+                 std::int32_t max_drafts, std::vector<std::int32_t>& drafts, std::vector<float>& probs) override {
+        const auto& seen = context_[{request_id, index}];
+        for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+            const bool observed_here = p < seen.size() && seen[p] >= 0;
+            if (observed_here ? seen[p] != tokens[p] : require_every_position) ++bad_context;
+        }
+        FakeDrafter::propose(request_id, index, tokens, max_drafts, drafts, probs);
+    }
+    bool require_every_position = true;
+    int bad_rows = 0, bad_context = 0, observed = 0, released = 0;
+    std::size_t live() const { return context_.size(); }
+
+private:
+    std::map<std::pair<std::uint64_t, std::int32_t>, std::vector<std::int32_t>> context_;
+};
+
+// The engine asks the model for the drafter's taps and hands each sequence its rows after every step: prefill
+// chunks, verify steps with rejected drafts, recompute after preemption, n > 1 samples sharing the prompt.
+TEST(Engine, DrafterSeesTheHiddenStatesOfEveryComputedToken) {
+    for (bool forked : {false, true}) {
+        FakeModel model(kVocab, 20, 160, 16);  // a small pool: preemption with drafts in flight
+        TapCheckingDrafter drafter(model, 0.4, false);
+        drafter.require_every_position = !forked;  // forked samples share prompt pages they never computed
+        auto cfg = base_config();
+        cfg.num_speculative_tokens = 3;
+        cfg.scheduler.max_num_batched_tokens = 40;
+        cfg.scheduler.enable_prefix_caching = false;
+        Engine engine(cfg, model, nullptr, &drafter);
+        std::vector<GenerateRequest> reqs;
+        for (int i = 0; i < 8; ++i) {
+            GenerateRequest req;
+            req.prompt = prompt_of(12 + 9 * i, i);
+            req.params.temperature = 0.0f;  // greedy: with drafts the output must equal the reference exactly
+            req.params.max_tokens = 24;
+            req.params.ignore_eos = true;
+            req.n = forked ? 2 : 1;
+            reqs.push_back(req);
+        }
+        auto handles = engine.submit_batch(reqs);
+        for (std::size_t i = 0; i < handles.size(); ++i) {
+            const Collected c = collect(*handles[i], reqs[i].n);
+            EXPECT_TRUE(c.error.empty()) << c.error;
+            for (int k = 0; k < reqs[i].n; ++k) {
+                EXPECT_EQ(c.tokens[k], reference(model, reqs[i].prompt, reqs[i].params, 0, k, 160));
+            }
+        }
+        engine.shutdown();
+        EXPECT_EQ(drafter.bad_rows, 0);
+        EXPECT_EQ(drafter.bad_context, 0);
+        EXPECT_GT(drafter.observed, 0);
+        EXPECT_GT(drafter.calls.load(), 0);
+        EXPECT_EQ(drafter.released, 8);
+        EXPECT_EQ(drafter.live(), 0u);
+        const EngineStats s = engine.stats();
+        EXPECT_GT(s.spec_num_accepted_tokens, 0);
+        if (!forked) {
+            EXPECT_GT(s.num_preemptions, 0);
+        }
+    }
 }
 
 // Many threads submit and cancel at once over a tiny page pool: every step's invariants are checked by the

@@ -44,7 +44,7 @@ FakeModel::Slot& FakeModel::slot(std::span<const std::int32_t> pages, std::int32
     return kv_[static_cast<std::size_t>(page) * page_size_ + position % page_size_];
 }
 
-void FakeModel::forward(const ForwardBatch& batch, const ForwardOptions&, ForwardOutput& out) {
+void FakeModel::forward(const ForwardBatch& batch, const ForwardOptions& options, ForwardOutput& out) {
     ++num_forward_calls;
     std::size_t rows = 0;
     for (const SequenceStep& s : batch.seqs) {
@@ -82,6 +82,24 @@ void FakeModel::forward(const ForwardBatch& batch, const ForwardOptions&, Forwar
             }
         }
         num_tokens_processed += n;
+    }
+    if (!options.tap_layers.empty()) write_taps(batch, options.tap_layers, out.hidden_taps);
+}
+
+void FakeModel::write_taps(const ForwardBatch& batch, const std::vector<int>& layers, std::vector<float>& taps) {
+    std::size_t total = 0;
+    for (const SequenceStep& s : batch.seqs) total += s.tokens.size();
+    taps.assign(layers.size() * total * kTapHidden, 0.0f);
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+        std::size_t t = 0;
+        for (const SequenceStep& s : batch.seqs) {
+            for (std::size_t j = 0; j < s.tokens.size(); ++j, ++t) {
+                float* h = taps.data() + (k * total + t) * kTapHidden;
+                h[0] = static_cast<float>(layers[k]);
+                h[1] = static_cast<float>(s.past_len + static_cast<std::int32_t>(j));
+                h[2] = static_cast<float>(s.tokens[j]);
+            }
+        }
     }
 }
 

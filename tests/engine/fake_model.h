@@ -33,8 +33,14 @@ public:
     // Skip the logits computation (benchmarks of scheduler overhead): rows are left at zero.
     bool skip_logits = false;
 
+    // Hidden-state taps (ForwardOptions::tap_layers): kTapHidden values per tap and token,
+    // {tap layer, position, token}, so a drafter can check it was given the right rows.
+    static constexpr std::size_t kTapHidden = 3;
+
     std::int64_t num_forward_calls = 0;
     std::int64_t num_tokens_processed = 0;
+
+    static void write_taps(const ForwardBatch& batch, const std::vector<int>& layers, std::vector<float>& taps);
 
     // The chain and the logits, for an independent reference that needs no pages.
     static std::uint64_t chain(std::uint64_t previous, std::int32_t token, std::int32_t position);

@@ -57,6 +57,36 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+def cpp_drafter(args) -> dict:
+    """Speculative decoding in the C++ engine with the shipped drafter: `engine_bench --only spec` (greedy decoding of
+    the held-out prompts of bench/engine/heldout_prompts.json with and without drafts; one thread, CPU time)."""
+    bench = args.engine_bench or os.path.join(os.path.dirname(os.path.abspath(args.msa)), "bench", "engine",
+                                               "engine_bench")
+    if not os.path.exists(bench):
+        log(f"no {bench}: the C++ drafter figures are left out")
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "spec.json")
+        subprocess.run([bench, "--only", "spec", "--model", args.model, "--prompts",
+                        os.path.join(ROOT, "bench", "engine", "heldout_prompts.json"), "--out", out],
+                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            figs = {r["figure"].split("/", 1)[1]: r for r in json.load(f)}
+    res = {"us_per_token_plain": figs["spec_off_us_per_token"]["value"], "runs": []}
+    for k in (3, 7):
+        acc = figs[f"spec_dspark_k{k}_acceptance_length"]
+        res["runs"].append({"k": k, "acceptance_length": acc["value"],
+                            "accepted_per_position": acc["accepted_per_position"],
+                            "us_per_token": figs[f"spec_dspark_k{k}_us_per_token"]["value"],
+                            "speedup": figs[f"spec_dspark_k{k}_speedup"]["value"],
+                            "tokens_equal": acc["prompts_with_tokens_equal_to_plain_decoding"],
+                            "propose_us": acc["drafter_propose_us_per_call"]})
+    res["prompts"] = len(json.load(open(os.path.join(ROOT, "bench", "engine", "heldout_prompts.json")))["prompts"])
+    log("C++ drafter: " + ", ".join(f"k={r['k']} acceptance {r['acceptance_length']:.2f} speed-up "
+                                    f"{r['speedup']:.2f}x" for r in res["runs"]))
+    return res
+
+
 def msa_score(msa: str, model_dir: str, ids: list, flags: list) -> float:
     """Sum of -log p over tokens 1.. of one window, by `msa score`."""
     with tempfile.NamedTemporaryFile("w", prefix="msa_quality_ids_", suffix=".txt") as f:  # one per call (--jobs)
@@ -249,7 +279,18 @@ def main():
     ap.add_argument("--json", default=os.path.join(HERE, "quality.json"))
     ap.add_argument("--quick", action="store_true", help="fewer variants (for a smoke test)")
     ap.add_argument("--report-only", action="store_true", help="rewrite --out from the figures in --json")
+    ap.add_argument("--engine-bench", default="", help="engine_bench binary (default: next to --msa)")
+    ap.add_argument("--update-cpp-drafter", action="store_true",
+                    help="measure only the C++ drafter figures, store them in --json and rewrite --out")
     args = ap.parse_args()
+    if args.update_cpp_drafter:
+        with open(args.json) as f:
+            res = json.load(f)
+        res["drafter_cpp"] = cpp_drafter(args)
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+            f.write("\n")
+        args.report_only = True
     if args.report_only:
         with open(args.json) as f:
             write_report(args, json.load(f), load_config(args.model))
@@ -332,6 +373,7 @@ def main():
         res["drafter"] = acceptance_length(ref, tiny_from_dir(args.model), d, held, args.accept_prompts, 256, 128)
         res["drafter"]["parameters"] = sum(p.numel() for p in d.parameters())
         log(f"drafter acceptance {res['drafter']['acceptance_length']:.3f} ({time.time() - t:.0f} s)")
+        res["drafter_cpp"] = cpp_drafter(args)
 
     # samples
     with open(os.path.join(args.model, "tokenizer_config.json")) as f:
@@ -446,11 +488,30 @@ def write_report(args, res, cfg):
         L.append(f"{d['parameters'] / 1e6:.2f} M parameters, block of {d['block_size']} drafted positions. Greedy "
                  f"drafting verified greedily over {d['new_tokens']} generated tokens after each of {d['prompts']} "
                  f"held-out prompts of {d['prompt_tokens']} tokens (PyTorch, simulated exactly on the target's "
-                 f"greedy continuation; the C++ engine has no DSpark drafter yet): **acceptance length "
+                 f"greedy continuation): **acceptance length "
                  f"{d['acceptance_length']:.2f}** tokens per target step (the target's own token included), "
                  f"{d['target_steps']} target steps. Accepted fraction by draft position: "
                  f"{', '.join('%.2f' % a for a in d['accepted_per_position'])}.")
         L.append("")
+        c = res.get("drafter_cpp") or {}
+        if c.get("runs"):
+            L.append(f"In the C++ engine (`engine_bench --only spec`: greedy decoding of {c['prompts']} held-out "
+                     f"prompts of `bench/engine/heldout_prompts.json`, 128 tokens each, one request at a time, one "
+                     f"thread, CPU time per decoded token; plain decoding {c['us_per_token_plain']:.0f} us/token):")
+            L.append("")
+            L.append("| drafts per step | acceptance length | accepted fraction by position | us/token | speed-up "
+                     "| drafter us per proposal | prompts with the same tokens as plain decoding |")
+            L.append("|---:|---:|---|---:|---:|---:|---:|")
+            for r in c["runs"]:
+                steps = r["accepted_per_position"]
+                total = max(1.0, sum(steps) / max(1e-9, r["acceptance_length"] - 1))
+                L.append(f"| {r['k']} | {r['acceptance_length']:.2f} | "
+                         f"{', '.join('%.2f' % (a / total) for a in steps)} | {r['us_per_token']:.0f} | "
+                         f"{r['speedup']:.2f}x | {r['propose_us']:.0f} | {r['tokens_equal']} of {c['prompts']} |")
+            L.append("")
+        elif c == {} and "drafter_cpp" in res:
+            L.append("The C++ engine's figures were not measured (no engine_bench binary).")
+            L.append("")
     curve = loss_curve(os.path.join(args.model, "training", "train_log.csv"), 10)
     if curve:
         L.append("## Training loss curve")
@@ -544,6 +605,16 @@ def write_report(args, res, cfg):
             f"The drafter's greedy acceptance length is {a:.2f} (its first draft matches the target's greedy token "
             f"{100 * res['drafter']['accepted_per_position'][0]:.0f}% of the time)"
             + (f"; it was trained for {dsum['steps']} steps ({dsum['seconds']:.0f} s)" if dsum else "") + ".")
+    runs = (res.get("drafter_cpp") or {}).get("runs", [])
+    if runs:
+        best = max(runs, key=lambda r: r["speedup"])
+        (good if best["speedup"] > 1.0 else bad).append(
+            f"In the C++ engine speculative decoding is lossless (greedy tokens identical on "
+            f"{min(r['tokens_equal'] for r in runs)} of {res['drafter_cpp']['prompts']} prompts) with acceptance "
+            f"length {', '.join('%.2f' % r['acceptance_length'] for r in runs)} at "
+            f"{', '.join(str(r['k']) for r in runs)} drafts, but its best CPU speed-up is {best['speedup']:.2f}x: "
+            + f"one proposal costs {best['propose_us']:.0f} us against {res['drafter_cpp']['us_per_token_plain']:.0f} "
+              f"us per plainly decoded token.")
     texts = [smp["output"][:-len(eos)] if smp["output"].endswith(eos) else smp["output"] for smp in res["samples"]]
     degenerate = [t for t in texts if _mostly_non_words(t)]
     empty = [smp for smp, t in zip(res["samples"], texts) if not t.strip()]
