@@ -13,6 +13,9 @@
 //       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
 #include "core/error.h"
 #include "core/parallel.h"
+#include "formats/mxfp8.h"
+#include "formats/nvfp4.h"
+#include "formats/scalar_formats.h"
 #include "kernels/bench_configs.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/attention.h"
@@ -190,21 +193,48 @@ double read_gbps(int threads) {
 
 struct OwnedLinear {
     std::vector<std::uint8_t> data, scales;
+    std::vector<std::uint64_t> flags;  // MXFP8: WeightView::mxfp8_exponent_zero_blocks, as the CPU backend adopts it
+    float global = 1.0f;               // NVFP4 global scale
     WeightView view;
 };
 
-// Random weights of the given format (bytes random within valid codes; values do not matter for speed).
-OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+// Weights of the given format quantised from Gaussian floats by the formats library, as a checkpoint's are. (Random
+// bytes are not realistic: they hold float subnormals, BF16 ones or E4M3 ones, which real weights practically never
+// have and which cost a microcode assist per multiply on x86; up to session 4 the benchmark used such bytes.)
+// `copy_of` reuses another matrix's bytes (streaming figures only need distinct memory).
+OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, std::mt19937& rng,
+                          const OwnedLinear* copy_of = nullptr) {
     OwnedLinear w;
-    const auto n = static_cast<std::size_t>(rows * cols);
-    std::size_t bytes = n * 2;
-    if (f == LinearFormat::mxfp8) bytes = n;
-    if (f == LinearFormat::nvfp4) bytes = n / 2;
-    w.data.resize(bytes);
-    for (auto& b : w.data) b = static_cast<std::uint8_t>(rng() & 0x77);  // finite codes everywhere
-    if (f == LinearFormat::mxfp8) w.scales.assign(n / 32, 120);
-    if (f == LinearFormat::nvfp4) w.scales.assign(n / 16, 0x30);
-    w.view = {f, rows, cols, w.data.data(), w.scales.empty() ? nullptr : w.scales.data(), 1.0f};
+    if (copy_of != nullptr) {
+        w.data = copy_of->data;
+        w.scales = copy_of->scales;
+    } else {
+        const auto n = static_cast<std::size_t>(rows * cols);
+        std::vector<float> x(n);
+        std::normal_distribution<float> dist(0.0f, 0.02f);
+        for (auto& v : x) v = dist(rng);
+        if (f == LinearFormat::bf16) {
+            w.data.resize(2 * n);
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint16_t b = float_to_bf16(x[i]);
+                std::memcpy(w.data.data() + 2 * i, &b, 2);
+            }
+        } else if (f == LinearFormat::mxfp8) {
+            w.data.resize(n);
+            w.scales.resize(n / 32);
+            mxfp8_quantize(x.data(), n, w.data.data(), w.scales.data());
+        } else {
+            w.data.resize(n / 2);
+            w.scales.resize(n / 16);
+            w.global = nvfp4_quantize_weight(x.data(), n, w.data.data(), w.scales.data());
+        }
+    }
+    if (copy_of != nullptr) w.global = copy_of->global;
+    w.view = {f, rows, cols, w.data.data(), w.scales.empty() ? nullptr : w.scales.data(), w.global};
+    if (f == LinearFormat::mxfp8) {
+        w.flags = copy_of != nullptr ? copy_of->flags : cpu::mxfp8_exponent_zero_blocks(w.view);
+        w.view.mxfp8_exponent_zero_blocks = w.flags.data();
+    }
     return w;
 }
 
@@ -224,7 +254,7 @@ void bench_gemv(Recorder& rec, double triad, bool gemv_only) {
         std::vector<OwnedLinear> ws;
         std::size_t total = 0;
         while (total < (192u << 20)) {
-            ws.push_back(random_linear(c.format, N, K, rng));
+            ws.push_back(random_linear(c.format, N, K, rng, ws.empty() ? nullptr : &ws.front()));
             total += ws.back().view.bytes();
         }
         for (std::int64_t m : {1, 8, 256}) {

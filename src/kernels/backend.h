@@ -96,6 +96,13 @@ public:
                           float* out) = 0;
     // y[m][N] = x[m][K] W^T.
     virtual void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) = 0;
+    // ys[i][m][N_i] = x[m][K] W_i^T for several weights on the same input (a layer's q/k/v/index projections):
+    // the results of linear() on each, bit for bit; a backend may run them together (the CPU one in one parallel
+    // region). ws and ys have the same length.
+    virtual void linear_group(std::span<const WeightView* const> ws, const float* x, std::int64_t m,
+                              std::span<float* const> ys, ActivationMode mode) {
+        for (std::size_t i = 0; i < ws.size(); ++i) linear(*ws[i], x, m, ys[i], mode);
+    }
     // a += b over n floats.
     virtual void add(float* a, const float* b, std::int64_t n) = 0;
     // dst[i] = src[rows[i]] for rows of `dim` floats.

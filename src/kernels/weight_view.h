@@ -26,6 +26,11 @@ struct WeightView {
     const void* data = nullptr;
     const std::uint8_t* scales = nullptr;  // mxfp8 / nvfp4 block scales, row-major [N][K / block]
     float global_scale = 1.0f;             // nvfp4 `weight_scale_2`
+    // mxfp8 only, optional: one bit per 32-weight block, set when the block holds a code with exponent field 0 (an
+    // E4M3 subnormal or a zero), ceil(cols / 2048) words per row (bit b % 64 of word b / 64 is block b). The CPU
+    // backend computes it when it adopts a weight (cpu::mxfp8_exponent_zero_blocks); without it the CPU GEMV looks at
+    // the codes itself.
+    const std::uint64_t* mxfp8_exponent_zero_blocks = nullptr;
 
     bool empty() const { return data == nullptr; }
     // Bytes of `data` plus `scales` (what a GEMV reads once).

@@ -161,15 +161,15 @@ void MiniMaxM3Model::forward(const ForwardBatch& batch, const ForwardOptions& op
     for (int l = 0; l < c.num_hidden_layers; ++l) {
         const DecoderLayerWeights& lw = weights_.layers[static_cast<std::size_t>(l)];
         be.rms_norm(h->floats(), lw.input_layernorm, T, hidden, eps, normed->floats());
-        be.linear(lw.q_proj, normed->floats(), T, q->floats(), mode);
-        be.linear(lw.k_proj, normed->floats(), T, k->floats(), mode);
-        be.linear(lw.v_proj, normed->floats(), T, v->floats(), mode);
+        // The q/k/v (and index) projections of the same input together (one parallel region on the CPU).
+        const WeightView* proj[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.index_q_proj, &lw.index_k_proj};
+        float* proj_out[] = {q->floats(), k->floats(), v->floats(), iq->floats(), ik->floats()};
+        const std::size_t projections = lw.attention.msa ? 5 : 3;
+        be.linear_group(std::span(proj, projections), normed->floats(), T, std::span(proj_out, projections), mode);
         AttentionOptions ao;
         ao.numerics = options_.attention_numerics;
         ao.topk_mode = options_.topk_mode;
         if (lw.attention.msa) {
-            be.linear(lw.index_q_proj, normed->floats(), T, iq->floats(), mode);
-            be.linear(lw.index_k_proj, normed->floats(), T, ik->floats(), mode);
             if (trace != nullptr && trace->record_selected_blocks) {
                 auto& sel = trace->selected_blocks[static_cast<std::size_t>(l)];
                 sel.assign(static_cast<std::size_t>(T * Hkv * lw.attention.topk_blocks), -1);

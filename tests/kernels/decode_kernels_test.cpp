@@ -1,8 +1,10 @@
 // The decode-side kernels: dot_kv_rows (fused NVFP4 key decoding) against read_kv_rows + a plain double reference
 // and bit for bit against the unfused route; linear_many against linear()/linear_q8() on each task; the MXFP8 GEMM's
-// two exact E4M3 decodings (the integer one and the F16C one for large block scales) giving identical results.
+// two exact E4M3 decodings (the integer one and the F16C one for large block scales, and for blocks with E4M3
+// subnormals or zeros) giving identical results; the CPU backend's bitmap of those blocks.
 #include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm_nt.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/linear.h"
@@ -14,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 namespace msa {
@@ -153,6 +156,130 @@ TEST(Mxfp8Decodings, LargeScalesTakeTheF16cRouteWithIdenticalResults) {
             }
         }
     }
+}
+
+}  // namespace
+}  // namespace msa
+
+namespace msa {
+namespace {
+
+// E4M3 subnormals and zeros (exponent field 0) in MXFP8 weights: the small-batch GEMV decodes their blocks with F16C
+// (a float subnormal in the integer decoding's multiply is slow on x86). Found from the codes or from the bitmap the
+// CPU backend computes; either way every output must equal, bit for bit, the prefill route's (the same row in a
+// batch of 21 rows, decoded by the integer route) and match a double reference.
+TEST(Mxfp8Decodings, ExponentZeroCodesGiveIdenticalResultsOnEveryRoute) {
+    test::ScopedCpuFeatures simd{true};
+    set_num_threads(1);
+    const std::int64_t N = 13, K = 4096 + 256;  // two bitmap words per row, the second partly used
+    auto w = test::make_weight(LinearFormat::mxfp8, N, K, 31);
+    // Subnormal, zero and negative-zero codes in chosen blocks (first, middle, last of a row, across the word
+    // boundary at block 64), plus random blocks; the dense copy follows (value = e4m3 * 2^(scale - 127)).
+    std::mt19937 rng(5);
+    std::vector<std::pair<std::int64_t, std::int64_t>> set;  // (row, block)
+    for (std::int64_t b : {0, 63, 64, 135}) set.push_back({b % N, b});
+    for (int i = 0; i < 12; ++i) {
+        set.push_back({static_cast<std::int64_t>(rng() % N), static_cast<std::int64_t>(rng() % (K / 32))});
+    }
+    const std::uint8_t special[] = {0x01, 0x07, 0x81, 0x85, 0x00, 0x80, 0x03};
+    for (auto [r, b] : set) {
+        for (int j = 0; j < 3; ++j) {
+            const std::int64_t col = b * 32 + static_cast<std::int64_t>(rng() % 32);
+            const std::uint8_t code = special[rng() % 7];
+            w.data[static_cast<std::size_t>(r * K + col)] = code;
+            const int m = code & 7;
+            const float mag = std::ldexp(static_cast<float>(m), -9);  // subnormal: m/8 * 2^-6
+            const int scale = w.scales[static_cast<std::size_t>(r * (K / 32) + b)];
+            w.dense[static_cast<std::size_t>(r * K + col)] = ((code & 0x80) ? -mag : mag) * std::ldexp(1.0f, scale - 127);
+        }
+    }
+    // The bitmap: exactly the blocks with such a code.
+    const auto flags = cpu::mxfp8_exponent_zero_blocks(w.view());
+    ASSERT_EQ(flags.size(), static_cast<std::size_t>(N * cpu::mxfp8_flag_words(K)));
+    for (std::int64_t r = 0; r < N; ++r)
+        for (std::int64_t b = 0; b < K / 32; ++b) {
+            bool any = false;
+            for (int i = 0; i < 32; ++i) any |= (w.data[static_cast<std::size_t>(r * K + b * 32 + i)] & 0x78) == 0;
+            const std::uint64_t word = flags[static_cast<std::size_t>(r * cpu::mxfp8_flag_words(K) + b / 64)];
+            ASSERT_EQ(any, ((word >> (b % 64)) & 1) != 0) << "row " << r << " block " << b;
+        }
+    const std::int64_t M = 21;
+    const auto x = test::random_floats(static_cast<std::size_t>(M * K), 32);
+    std::vector<float> batch(static_cast<std::size_t>(M * N));
+    cpu::linear(w.view(), x.data(), M, batch.data());  // the panel (prefill) route
+    WeightView with_bitmap = w.view();
+    with_bitmap.mxfp8_exponent_zero_blocks = flags.data();
+    for (const WeightView& v : {w.view(), with_bitmap}) {
+        for (std::int64_t m : {1, 2, 3, 5}) {
+            std::vector<float> y(static_cast<std::size_t>(m * N));
+            cpu::linear(v, x.data(), m, y.data());
+            ASSERT_EQ(0, std::memcmp(y.data(), batch.data(), y.size() * sizeof(float)))
+                << "m " << m << " bitmap " << (v.mxfp8_exponent_zero_blocks != nullptr);
+        }
+    }
+    for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t n = 0; n < N; ++n) {
+            double s = 0, mag = 0;
+            for (std::int64_t k = 0; k < K; ++k) {
+                const double p = static_cast<double>(x[static_cast<std::size_t>(i * K + k)]) *
+                                 w.dense[static_cast<std::size_t>(n * K + k)];
+                s += p;
+                mag += std::fabs(p);
+            }
+            ASSERT_NEAR(batch[static_cast<std::size_t>(i * N + n)], s, 2e-6 * mag) << i << " " << n;
+        }
+}
+
+// The CPU backend attaches the bitmap to the MXFP8 weights it adopts (and to no other format).
+TEST(Mxfp8Decodings, CpuBackendAdoptsTheBitmap) {
+    cpu::CpuBackend backend;
+    auto w = test::make_weight(LinearFormat::mxfp8, 8, 128, 3);
+    w.data[5 * 128 + 70] = 0x02;  // row 5, block 2
+    const WeightView adopted = backend.adopt_weight(w.view());
+    ASSERT_NE(adopted.mxfp8_exponent_zero_blocks, nullptr);
+    EXPECT_EQ(adopted.mxfp8_exponent_zero_blocks[5] & 4u, 4u);
+    const auto bf = test::make_weight(LinearFormat::bf16, 8, 128, 3);
+    EXPECT_EQ(backend.adopt_weight(bf.view()).mxfp8_exponent_zero_blocks, nullptr);
+}
+
+}  // namespace
+}  // namespace msa
+
+namespace msa {
+namespace {
+
+// CpuBackend::linear_group (a layer's projections in one parallel region) equals linear() on each weight, bit for
+// bit, in both activation modes and with several threads.
+TEST(LinearGroup, EqualsLinearOnEachWeight) {
+    cpu::CpuBackend backend;
+    const std::int64_t K = 256;
+    const auto a = test::make_weight(LinearFormat::mxfp8, 96, K, 1);
+    const auto b = test::make_weight(LinearFormat::nvfp4, 40, K, 2);
+    const auto c = test::make_weight(LinearFormat::bf16, 7, K, 3);
+    const WeightView va = backend.adopt_weight(a.view()), vb = b.view(), vc = c.view();
+    const WeightView* ws[] = {&va, &vb, &vc};
+    for (std::size_t threads : {1, 3}) {
+        set_num_threads(threads);
+        for (auto mode : {ActivationMode::exact, ActivationMode::int8}) {
+            for (std::int64_t m : {1, 3}) {
+                const auto x = test::random_floats(static_cast<std::size_t>(m * K), 5 + static_cast<std::uint32_t>(m));
+                std::vector<std::vector<float>> got(3), want(3);
+                float* ys[3];
+                for (int i = 0; i < 3; ++i) {
+                    got[i].assign(static_cast<std::size_t>(m * ws[i]->rows), -1.0f);
+                    want[i].assign(got[i].size(), -2.0f);
+                    ys[i] = got[i].data();
+                    cpu::linear(*ws[i], x.data(), m, want[i].data(), mode);
+                }
+                backend.linear_group(ws, x.data(), m, ys, mode);
+                for (int i = 0; i < 3; ++i) {
+                    ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)))
+                        << "weight " << i << " m " << m << " threads " << threads;
+                }
+            }
+        }
+    }
+    set_num_threads(1);
 }
 
 }  // namespace

@@ -40,7 +40,14 @@ void CpuBackend::upload(void* dst, const void* host_src, std::size_t bytes) { st
 
 void CpuBackend::download(void* host_dst, const void* src, std::size_t bytes) { std::memcpy(host_dst, src, bytes); }
 
-WeightView CpuBackend::adopt_weight(const WeightView& host) { return host; }
+WeightView CpuBackend::adopt_weight(const WeightView& host) {
+    WeightView w = host;
+    if (w.format == LinearFormat::mxfp8 && w.data != nullptr && w.scales != nullptr && w.cols % 32 == 0) {
+        adopted_flags_.push_back(mxfp8_exponent_zero_blocks(w));
+        w.mxfp8_exponent_zero_blocks = adopted_flags_.back().data();
+    }
+    return w;
+}
 
 const float* CpuBackend::adopt_floats(std::span<const float> host) {
     adopted_.emplace_back(host.begin(), host.end());
@@ -64,6 +71,14 @@ void CpuBackend::rms_norm(const float* x, const float* weight, std::int64_t rows
 
 void CpuBackend::linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) {
     cpu::linear(w, x, m, y, mode);
+}
+
+void CpuBackend::linear_group(std::span<const WeightView* const> ws, const float* x, std::int64_t m,
+                              std::span<float* const> ys, ActivationMode mode) {
+    MSA_CHECK(ws.size() == ys.size(), "linear_group: {} weights but {} outputs", ws.size(), ys.size());
+    std::vector<LinearTask> tasks(ws.size());
+    for (std::size_t i = 0; i < ws.size(); ++i) tasks[i] = LinearTask{ws[i], x, nullptr, m, ys[i], mode};
+    linear_many(tasks);
 }
 
 void CpuBackend::add(float* a, const float* b, std::int64_t n) {

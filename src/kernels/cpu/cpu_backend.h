@@ -23,6 +23,8 @@ public:
     void rms_norm(const float* x, const float* weight, std::int64_t rows, std::int64_t dim, float eps,
                   float* out) override;
     void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) override;
+    void linear_group(std::span<const WeightView* const> ws, const float* x, std::int64_t m,
+                      std::span<float* const> ys, ActivationMode mode) override;
     void add(float* a, const float* b, std::int64_t n) override;
     void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t dim, float* dst) override;
     void attention(const AttentionLayer& layer, std::span<const AttentionSeq> seqs, float* q, float* k,
@@ -34,6 +36,7 @@ public:
 
 private:
     std::deque<std::vector<float>> adopted_;
+    std::deque<std::vector<std::uint64_t>> adopted_flags_;  // MXFP8 weights' WeightView::mxfp8_exponent_zero_blocks
 };
 
 }  // namespace msa::cpu

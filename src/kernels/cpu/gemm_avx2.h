@@ -75,6 +75,18 @@ inline void tile_dispatch(int mr, int nr, const float* x, std::size_t ldx, const
 #undef MSA_TILE_CASE
 }
 
+// Whether a loader asks small_tile to check each block (kCheckBlocks; tile_flagged(rows, k_end): may any block of
+// the tile's rows be flagged; block_flagged(rows, k)) and decode flagged blocks with chunk_f16c instead of chunk
+// (MXFP8: see gemm_mxfp8_avx2.cpp).
+template <class Loader>
+constexpr bool has_block_check() {
+    if constexpr (requires { Loader::kCheckBlocks; }) {
+        return Loader::kCheckBlocks;
+    } else {
+        return false;
+    }
+}
+
 // The small-batch tile for loaders that decode whole blocks (kBlock weights sharing one scale; see the loaders):
 // the same FMAs in the same order as tile_accumulate (8-lane chunks in K order), but the row pointers and each
 // block's scale are computed once, and while a tile streams its NR weight rows it prefetches the same columns of
@@ -89,6 +101,8 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
     for (int i = 0; i < MR; ++i)
         for (int j = 0; j < NR; ++j) a[i][j] = _mm256_setzero_ps();
     const std::int64_t k_blocks = k_vec / Loader::kBlock * Loader::kBlock;
+    bool check_blocks = false;  // whether any block of these rows may be flagged (tile_flagged)
+    if constexpr (has_block_check<Loader>()) check_blocks = w.tile_flagged(r, k_blocks);
     std::int64_t k = 0;
     for (; k < k_blocks; k += Loader::kBlock) {
         if (prefetch && k % Loader::kPrefetchEvery == 0) {
@@ -96,14 +110,25 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
         }
         typename Loader::Scale sc[NR];
         for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);
-        for (int c = 0; c < kChunks; ++c) {
-            __m256 wv[NR];
-            for (int j = 0; j < NR; ++j) wv[j] = w.chunk(r[j], sc[j], k, c);
-            for (int i = 0; i < MR; ++i) {
-                const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
-                for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+        // The block's products, its weights decoded by `decode` (chunk, or the loader's alternative decoding for
+        // flagged blocks: identical values).
+        auto block = [&](auto decode) __attribute__((always_inline)) {
+            for (int c = 0; c < kChunks; ++c) {
+                __m256 wv[NR];
+                for (int j = 0; j < NR; ++j) wv[j] = decode(j, c);
+                for (int i = 0; i < MR; ++i) {
+                    const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
+                    for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+                }
+            }
+        };
+        if constexpr (has_block_check<Loader>()) {
+            if (check_blocks && w.block_flagged(r, k)) [[unlikely]] {
+                block([&](int j, int c) { return w.chunk_f16c(r[j], sc[j], k, c); });
+                continue;
             }
         }
+        block([&](int j, int c) { return w.chunk(r[j], sc[j], k, c); });
     }
     for (; k < k_vec; k += 8) {  // 8-column remainder (F32-like loaders only), same order
         for (int j = 0; j < NR; ++j) {

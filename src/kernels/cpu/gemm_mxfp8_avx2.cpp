@@ -7,7 +7,16 @@
 //    and subnormals alike (an E4M3 subnormal lands on a float subnormal); the 2^120 goes into the block factor
 //    2^(e - 7). That factor overflows for e > 134 (blocks with values beyond 2^7 * 448, never in real weights), so
 //  - F16C (avx2::e4m3x8_times_2e_8, factor 2^(e - 119)) serves weights with such a scale anywhere in the job's rows.
+// Subnormals: the integer decoding turns an E4M3 subnormal into a float subnormal, and a multiply with a subnormal
+// input is slow on x86 (a microcode assist: with random codes, 11% of them subnormal, the small-batch route ran at
+// 4.7 instead of 12.4 GB/s on this project's AMD EPYC and at 0.28 GB/s on an Intel Xeon). Real quantised weights
+// hardly ever hold such codes (they are below 2^-14 of their block's largest value), but a block that does is
+// decoded by F16C in the small-batch route: small_tile checks each 32-weight block of a tile's rows (2 vector ops
+// per row; zeros are flagged too, harmlessly), about 10% of the in-cache GEMV time, or, for weights the CPU backend
+// adopted, tests one bit per row and block in the bitmap it computed (WeightView::mxfp8_exponent_zero_blocks). The
+// prefill route decodes each weight once per panel for many rows and keeps the integer decoding.
 #include "kernels/cpu/gemm_avx2.h"
+#include "kernels/cpu/linear.h"
 
 #include <algorithm>
 #include <array>
@@ -41,12 +50,17 @@ inline __m256 e4m3x8_times_2e_120(const std::uint8_t* codes) {
         _mm256_and_si256(_mm256_slli_epi32(v, 20), _mm256_set1_epi32(static_cast<int>(0x87F00000u))));
 }
 
-template <bool kInteger>
+// How the small-batch route finds blocks holding a code with exponent field 0: not at all (the F16C loader needs
+// no check), from the weight's precomputed bitmap, or by looking at the codes.
+enum class BlockCheck { none, bitmap, codes };
+
+template <bool kInteger, BlockCheck kCheck = BlockCheck::none>
 struct Mxfp8Loader {
     const std::uint8_t* w;
     const std::uint8_t* scales;
     std::size_t ld;  // K
     const float* factors;
+    const std::uint64_t* flags = nullptr;  // WeightView::mxfp8_exponent_zero_blocks (BlockCheck::bitmap)
     static __m256 codes8(const std::uint8_t* p) {
         if constexpr (kInteger) {
             return e4m3x8_times_2e_120(p);
@@ -59,11 +73,51 @@ struct Mxfp8Loader {
     struct Row {
         const std::uint8_t* w;
         const std::uint8_t* s;
+        const std::uint64_t* f;  // the row's words of the bitmap (BlockCheck::bitmap)
     };
     using Scale = __m256;
-    Row row(std::int64_t n) const { return {w + n * ld, scales + n * (ld / 32)}; }
+    Row row(std::int64_t n) const {
+        return {w + n * ld, scales + n * (ld / 32),
+                kCheck == BlockCheck::bitmap ? flags + n * mxfp8_flag_words(static_cast<std::int64_t>(ld)) : nullptr};
+    }
     Scale block_scale(const Row& r, std::int64_t k) const { return _mm256_broadcast_ss(factors + r.s[k / 32]); }
     __m256 chunk(const Row& r, Scale f, std::int64_t k, int c) const { return _mm256_mul_ps(codes8(r.w + k + 8 * c), f); }
+    // small_tile's check of each block (see the top of the file): whether the block at column k of any of the
+    // tile's rows holds a code with exponent field 0 (an E4M3 subnormal, or a zero); such a block takes chunk_f16c,
+    // the F16C decoding with the factor times 2^-112 (= 2^(e - 119), exact). From the bitmap: one bit per row; from
+    // the codes: the byte-wise minimum of (code & 0x78) over the rows has a zero byte.
+    static constexpr bool kCheckBlocks = kCheck != BlockCheck::none;
+    template <int NR>
+    bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) const {
+        if constexpr (kCheck == BlockCheck::bitmap) {
+            std::uint64_t any = 0;
+            for (int j = 0; j < NR; ++j)
+                for (std::int64_t word = 0; word < (k_end / 32 + 63) / 64; ++word) any |= r[j].f[word];
+            return any != 0;
+        } else {
+            return true;
+        }
+    }
+    template <int NR>
+    bool block_flagged(const Row (&r)[NR], std::int64_t k) const {
+        const std::int64_t b = k / 32;
+        if constexpr (kCheck == BlockCheck::bitmap) {
+            std::uint64_t any = 0;
+            for (int j = 0; j < NR; ++j) any |= r[j].f[b / 64];
+            return (any >> (b % 64)) & 1;
+        } else {
+            auto exponents = [&](int j) {
+                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[j].w + k));
+                return _mm256_and_si256(codes, _mm256_set1_epi8(0x78));
+            };
+            __m256i e = exponents(0);
+            for (int j = 1; j < NR; ++j) e = _mm256_min_epu8(e, exponents(j));
+            return _mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256())) != 0;
+        }
+    }
+    __m256 chunk_f16c(const Row& r, Scale f, std::int64_t k, int c) const {
+        return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(r.w + k + 8 * c), _mm256_mul_ps(f, _mm256_set1_ps(0x1p-112f)));
+    }
     const char* address(std::int64_t n, std::int64_t k) const { return reinterpret_cast<const char*>(w + n * ld + k); }
     __m256 load(std::int64_t n, std::int64_t k) const {
         return _mm256_mul_ps(codes8(w + n * ld + k), _mm256_broadcast_ss(factors + scales[n * (ld / 32) + k / 32]));
@@ -79,7 +133,13 @@ void gemm_mxfp8_avx2(const GemmJob& job) {
     const std::uint8_t* s0 = job.w->scales + job.n0 * (job.w->cols / 32);
     const std::uint8_t* s1 = job.w->scales + job.n1 * (job.w->cols / 32);
     if (s0 == s1 || *std::max_element(s0, s1) <= kMaxIntScale) {
-        avx2::gemm_rows(job, Mxfp8Loader<true>{data, job.w->scales, K, block_factors<kIntShift>()}, 1.0f);
+        const float* f = block_factors<kIntShift>();
+        if (job.w->mxfp8_exponent_zero_blocks != nullptr) {
+            const std::uint64_t* flags = job.w->mxfp8_exponent_zero_blocks;
+            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::bitmap>{data, job.w->scales, K, f, flags}, 1.0f);
+        } else {
+            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::codes>{data, job.w->scales, K, f}, 1.0f);
+        }
     } else {
         avx2::gemm_rows(job, Mxfp8Loader<false>{data, job.w->scales, K, block_factors<8>()}, 1.0f);
     }

@@ -4,8 +4,13 @@
 // One step covers 32 weights = 16 bytes = two NVFP4 blocks: the bytes are broadcast to both halves of a register,
 // one variable shift and a mask leave the low nibbles (even elements) in the lower half and the high nibbles (odd
 // elements) in the upper half, which is the activations' stored order (activation_quant.h); one pshufb maps the
-// codes to doubled E2M1 integers; maddubs + madd give int32 sums (lanes 0-1 and 4-5 belong to the first block,
-// 2-3 and 6-7 to the second), converted to float and multiplied by the per-block product of scales.
+// codes to doubled E2M1 integers plus 12 (0..24, unsigned, so that maddubs takes them as they are); maddubs gives
+// the int16 pair sums of (w + 12) * x, minus 12 * (x0 + x1) (one maddubs of the activations per step, shared by all
+// weight rows) leaves the pair sums of w * x exactly; madd gives int32 sums (lanes 0-1 and 4-5 belong to the first
+// block, 2-3 and 6-7 to the second), converted to float and multiplied by the per-block product of scales. (Int16
+// never overflows: |(w + 12) * x| pairs are at most 24 * 128 * 2.) The integer sums are those of the scalar path,
+// so the offset changes no result; it saves the two sign operations per weight row and step that |w| * sign(x, w)
+// needed.
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
@@ -39,7 +44,11 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         ws[j] = job.w->scales + (n + j) * groups;
     }
     const std::uint8_t* next = wbase + (n + NR) * (K / 2);  // the next tile's rows, contiguous after these
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled)));
+    alignas(16) static constexpr std::uint8_t kE2m1DoubledPlus12[16] = {12, 13, 14, 15, 16, 18, 20, 24,
+                                                                        12, 11, 10, 9,  8,  6,  4,  0};
+    const __m256i lut =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1DoubledPlus12)));
+    const __m256i twelve = _mm256_set1_epi8(12);
     const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
@@ -74,17 +83,18 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         auto step = [&](int j, __m256 (&a)[MR][NR]) __attribute__((always_inline)) {
             const std::int64_t g = g0 + 2 * j;
             const __m256i pj = _mm256_load_si256(reinterpret_cast<const __m256i*>(pick[j]));
-            __m256i x[MR];
-            for (int i = 0; i < MR; ++i)
+            __m256i x[MR], offset[MR];
+            for (int i = 0; i < MR; ++i) {
                 x[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + (i0 + i) * K + g * 16));
+                offset[i] = _mm256_maddubs_epi16(twelve, x[i]);  // 12 * (x0 + x1) per int16 pair
+            }
             for (int r = 0; r < NR; ++r) {
                 const __m256i b =
                     _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq[r] + g * 8)));
                 const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, shifts), low4);
-                const __m256i w = _mm256_shuffle_epi8(lut, codes);
-                const __m256i aw = _mm256_sign_epi8(w, w);
+                const __m256i w12 = _mm256_shuffle_epi8(lut, codes);
                 for (int i = 0; i < MR; ++i) {
-                    const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x[i], w));
+                    const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(w12, x[i]), offset[i]);
                     const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
                     a[i][r] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(cs[i][r], pj), a[i][r]);
                 }

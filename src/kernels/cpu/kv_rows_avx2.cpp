@@ -49,26 +49,46 @@ void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count
 // horizontal sum as gemm_nt_f32: identical sums, without writing and re-reading the decoded floats.
 namespace {
 
+// R query rows against stored rows [t0, t0 + T): one accumulator per (stored row, query row), so that few query rows
+// (decode's index heads, or one head per task) still give the core several independent FMA chains; each chain is the
+// one a single row would form.
+template <int R, int T>
+inline void dot_rows_step(const PagedRows& rows, std::int32_t page, int t0, KvRead mode, const float* a, float* out,
+                          std::int64_t ldo) {
+    const int dim = rows.dim;
+    const float* scale_table = e4m3_table();
+    const std::uint8_t* d[T];
+    const std::uint8_t* s[T];
+    for (int u = 0; u < T; ++u) {
+        d[u] = rows.row_data(page, t0 + u);
+        s[u] = rows.row_scales(page, t0 + u);
+    }
+    __m256 acc[T][R];
+    for (int u = 0; u < T; ++u)
+        for (int i = 0; i < R; ++i) acc[u][i] = _mm256_setzero_ps();
+    for (int g = 0; g < dim / 16; ++g) {
+        __m256 v0[T], v1[T];
+        for (int u = 0; u < T; ++u) decode16(d[u] + g * 8, scale_table[s[u][g]], mode, v0[u], v1[u]);
+        for (int i = 0; i < R; ++i) {
+            const __m256 a0 = _mm256_loadu_ps(a + i * dim + g * 16);
+            const __m256 a1 = _mm256_loadu_ps(a + i * dim + g * 16 + 8);
+            for (int u = 0; u < T; ++u) {
+                acc[u][i] = _mm256_fmadd_ps(a0, v0[u], acc[u][i]);
+                acc[u][i] = _mm256_fmadd_ps(a1, v1[u], acc[u][i]);
+            }
+        }
+    }
+    for (int u = 0; u < T; ++u)
+        for (int i = 0; i < R; ++i) out[i * ldo + t0 + u] = avx2::hsum(acc[u][i]);
+}
+
 template <int R>
 void dot_rows_fixed(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a,
                            float* out, std::int64_t ldo) {
-    const int dim = rows.dim;
-    const float* scale_table = e4m3_table();
-    for (int t = 0; t < count; ++t) {
-        const std::uint8_t* d = rows.row_data(page, t);
-        const std::uint8_t* s = rows.row_scales(page, t);
-        __m256 acc[R];
-        for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
-        for (int g = 0; g < dim / 16; ++g) {
-            __m256 v0, v1;
-            decode16(d + g * 8, scale_table[s[g]], mode, v0, v1);
-            for (int i = 0; i < R; ++i) {
-                acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * dim + g * 16), v0, acc[i]);
-                acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i * dim + g * 16 + 8), v1, acc[i]);
-            }
-        }
-        for (int i = 0; i < R; ++i) out[i * ldo + t] = avx2::hsum(acc[i]);
-    }
+    constexpr int T = R == 1 ? 4 : (R == 2 ? 2 : 1);  // stored rows per pass: R * T chains
+    int t = 0;
+    for (; t + T <= count; t += T) dot_rows_step<R, T>(rows, page, t, mode, a, out, ldo);
+    for (; t < count; ++t) dot_rows_step<R, 1>(rows, page, t, mode, a, out, ldo);
 }
 
 }  // namespace

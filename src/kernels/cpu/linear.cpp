@@ -57,6 +57,25 @@ void check_linear_weight(const WeightView& w, const char* what) {
     }
 }
 
+std::vector<std::uint64_t> mxfp8_exponent_zero_blocks(const WeightView& w) {
+    check_linear_weight(w, "mxfp8_exponent_zero_blocks");
+    MSA_CHECK(w.format == LinearFormat::mxfp8, "mxfp8_exponent_zero_blocks needs an MXFP8 weight");
+    const std::int64_t words = mxfp8_flag_words(w.cols);
+    std::vector<std::uint64_t> flags(static_cast<std::size_t>(w.rows * words), 0);
+    const auto* codes = static_cast<const std::uint8_t*>(w.data);
+    parallel_for(static_cast<std::size_t>(w.rows), 16, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            const std::uint8_t* row = codes + r * static_cast<std::size_t>(w.cols);
+            for (std::int64_t b = 0; b < w.cols / 32; ++b) {
+                bool any = false;
+                for (int i = 0; i < 32; ++i) any |= (row[b * 32 + i] & 0x78) == 0;
+                if (any) flags[r * static_cast<std::size_t>(words) + static_cast<std::size_t>(b / 64)] |= 1ull << (b % 64);
+            }
+        }
+    });
+    return flags;
+}
+
 void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) {
     if (m <= 0) return;
     if (mode == ActivationMode::int8 && w.format == LinearFormat::nvfp4) {

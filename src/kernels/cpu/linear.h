@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace msa::cpu {
 
@@ -45,6 +46,13 @@ struct LinearTask {
 // many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
 // of linear() / linear_q8() on each task, bit for bit.
 void linear_many(std::span<const LinearTask> tasks);
+
+// The bitmap of WeightView::mxfp8_exponent_zero_blocks for an MXFP8 weight: per row mxfp8_flag_words(cols) words,
+// bit b % 64 of word b / 64 set when block b (columns 32b..32b+31) has a code with exponent field 0 (an E4M3
+// subnormal, +-0). The small-batch GEMV decodes such blocks another way (a float subnormal in its multiply is slow
+// on x86); real quantised weights hardly ever have them (values below 2^-14 of their block's largest). Threaded.
+inline std::int64_t mxfp8_flag_words(std::int64_t cols) { return (cols / 32 + 63) / 64; }
+std::vector<std::uint64_t> mxfp8_exponent_zero_blocks(const WeightView& w);
 
 // Checks that a weight view is usable by linear() (shape multiples the format needs, non-null pointers); throws
 // msa::Error naming `what` otherwise.
