@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/bench_host.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -24,11 +26,9 @@
 
 namespace {
 
-double thread_cpu_us() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
+using msa::bench::process_cpu_us;
+using msa::bench::run_command;
+using msa::bench::thread_cpu_us;
 
 struct Timing {
     double median = 0, min = 0;
@@ -47,29 +47,6 @@ Timing time_us(int reps, F&& f) {
     }
     std::sort(t.begin(), t.end());
     return {t[t.size() / 2], t.front()};
-}
-
-std::string run_command(const char* cmd) {
-    std::string out;
-    if (FILE* f = popen(cmd, "r")) {
-        char buf[256];
-        while (fgets(buf, sizeof buf, f)) out += buf;
-        pclose(f);
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-}
-
-std::string machine() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, model = "unknown CPU";
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    }
-    return fmt::format("{}, {} hardware threads", model, std::thread::hardware_concurrency());
 }
 
 }  // namespace
@@ -96,13 +73,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 16; ++i) pages[i] = i;
 
     const std::string date = run_command("date -u +%Y-%m-%d");
-    std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
-    if (commit.empty()) commit = "unknown";
-    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
-             .empty()) {
-        commit += "-dirty";
-    }
-    const std::string host = machine();
+    const std::string commit = msa::bench::measured_commit();
+    const std::string host = msa::bench::machine_description();
     nlohmann::json results = nlohmann::json::array();
     auto add = [&](const std::string& figure, Timing value, const std::string& unit, const std::string& note) {
         results.push_back({{"figure", "dspark/" + figure},

@@ -24,6 +24,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/bench_host.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -41,6 +43,10 @@
 
 namespace {
 
+using msa::bench::process_cpu_us;
+using msa::bench::run_command;
+using msa::bench::thread_cpu_us;
+
 using Clock = std::chrono::steady_clock;
 using msa::testing::FakeModel;
 
@@ -48,46 +54,9 @@ double us_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-// CPU time (microseconds) of this thread or of the whole process: on a shared machine wall time also counts the
-// time other jobs hold the cores, CPU time does not.
-double cpu_us(clockid_t clock) {
-    timespec ts{};
-    clock_gettime(clock, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
-double thread_cpu_us() {
-    return cpu_us(CLOCK_THREAD_CPUTIME_ID);
-}
-double process_cpu_us() {
-    return cpu_us(CLOCK_PROCESS_CPUTIME_ID);
-}
-
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
-}
-
-std::string run_command(const char* cmd) {
-    std::string out;
-    if (FILE* f = popen(cmd, "r")) {
-        char buf[256];
-        while (fgets(buf, sizeof buf, f)) out += buf;
-        pclose(f);
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-}
-
-std::string machine() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, model = "unknown CPU";
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    }
-    return fmt::format("{}, {} hardware threads", model, std::thread::hardware_concurrency());
 }
 
 std::vector<std::int32_t> prompt_tokens(int n, int salt, int vocab) {
@@ -464,14 +433,8 @@ int main(int argc, char** argv) {
     }
     auto wanted = [&](const char* section) { return only.empty() || only == section; };
     const std::string date = run_command("date -u +%Y-%m-%d");
-    // The measured commit; "-dirty" when tracked files other than the results differ from it.
-    std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
-    if (commit.empty()) commit = "unknown";
-    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
-             .empty()) {
-        commit += "-dirty";
-    }
-    const std::string host = machine();
+        const std::string commit = msa::bench::measured_commit();
+    const std::string host = msa::bench::machine_description();
     nlohmann::json results = nlohmann::json::array();
     auto add = [&](const std::string& figure, double value, const std::string& unit, nlohmann::json extra = {}) {
         nlohmann::json j = {{"figure", "engine/" + figure},

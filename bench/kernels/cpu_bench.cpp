@@ -11,6 +11,7 @@
 //       [--quick]            skip the batch-256 GEMMs, batch-8 GEMVs and the 32K attention
 //       [--gemv-only | --attention-only | --no-kernels]
 //       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
+#include "common/bench_host.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "formats/mxfp8.h"
@@ -111,15 +112,7 @@ struct Recorder {
 };
 
 std::string machine_name() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, model = "unknown CPU";
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    }
-    return model + ", " + std::to_string(omp_get_num_procs()) + " CPUs";
+    return msa::bench::cpu_model_name() + ", " + std::to_string(omp_get_num_procs()) + " CPUs";
 }
 
 // STREAM triad a = b + s * c over doubles, 3 arrays of 256 MiB; bytes counted 24 per element (no write-allocate,

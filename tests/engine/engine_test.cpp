@@ -420,13 +420,18 @@ TEST(Engine, RejectsInvalidRequestsWithTheFieldAndOverflowWithTheApiMessage) {
     EXPECT_EQ(c.finish[0], FinishReason::length);
 }
 
-TEST(Engine, BoundedQueueRejectsWhenFull) {
-    FakeModel inner(kVocab, 64, 256, 16);
-    GatedModel model(inner);
+// One running sequence at a time and room for three waiting requests: with the model gated, tests fill the queue.
+EngineConfig small_queue_config() {
     auto cfg = base_config();
     cfg.max_waiting_requests = 3;
     cfg.scheduler.max_num_seqs = 1;
-    Engine engine(cfg, model);
+    return cfg;
+}
+
+TEST(Engine, BoundedQueueRejectsWhenFull) {
+    FakeModel inner(kVocab, 64, 256, 16);
+    GatedModel model(inner);
+    Engine engine(small_queue_config(), model);
     GenerateRequest req;
     req.prompt = prompt_of(10, 1);
     req.params = sampled(1, 4);
@@ -450,10 +455,7 @@ TEST(Engine, BoundedQueueRejectsWhenFull) {
 TEST(Engine, SubmitBatchIsAllOrNothing) {
     FakeModel inner(kVocab, 64, 256, 16);
     GatedModel model(inner);
-    auto cfg = base_config();
-    cfg.max_waiting_requests = 3;
-    cfg.scheduler.max_num_seqs = 1;
-    Engine engine(cfg, model);
+    Engine engine(small_queue_config(), model);
     GenerateRequest good;
     good.prompt = prompt_of(10, 1);
     good.params = sampled(1, 4);

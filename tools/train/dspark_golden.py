@@ -33,9 +33,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
 from bpe import ByteLevelBPE  # noqa: E402
 from drafter import DrafterConfig, DSparkDrafter  # noqa: E402
-from export import read_drafter_state, read_model_state  # noqa: E402
-from model import Mode, TinyConfig, TinyM3  # noqa: E402
-from msaref.config import load_config  # noqa: E402
+from export import read_drafter_state, tiny_from_dir  # noqa: E402
+from model import Mode, TinyM3  # noqa: E402
 from msaref.safetensors_io import write_file  # noqa: E402
 
 # The numerics the drafter was trained and evaluated with (quality.py acceptance_length).
@@ -43,20 +42,6 @@ TARGET_MODE = Mode(sparse=True, kv="nvfp4", w4a4=True, w4a4_weights=False)
 
 
 PROMPT = "Genesis 1\n1 In the beginning God created the heaven and the earth.\n2 And the earth was"
-
-
-def target_from_dir(model_dir: str) -> TinyM3:
-    c = load_config(model_dir)
-    cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
-                     num_heads=c.num_heads, num_kv_heads=c.num_kv_heads, head_dim=c.head_dim,
-                     rotary_dim=c.rotary_dim, rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
-                     dense_intermediate_size=c.dense_intermediate_size, intermediate_size=c.intermediate_size,
-                     shared_intermediate_size=c.shared_intermediate_size, num_experts=c.num_experts,
-                     top_k_experts=c.top_k_experts, routed_scaling_factor=c.routed_scaling_factor,
-                     dense_layers=c.msa_layers.index(True), topk_blocks=c.topk_blocks, block_size=c.block_size)
-    m = TinyM3(cfg)
-    m.load_state_dict(read_model_state(model_dir))
-    return m.eval()
 
 
 def drafter_config(drafter_dir: str) -> DrafterConfig:
@@ -100,7 +85,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
 
-    target = target_from_dir(args.model)
+    target = tiny_from_dir(args.model)
     dc = drafter_config(os.path.join(args.model, "drafter"))
     # a text prompt, then the target's greedy continuation
     tok = ByteLevelBPE.from_hf_json(os.path.join(args.model, "tokenizer.json"))

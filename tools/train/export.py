@@ -109,6 +109,24 @@ def export_drafter(state: dict, dc, out_dir: str):
         f.write("\n")
 
 
+def tiny_from_dir(model_dir: str):
+    """The training model (model.py) with a checkpoint's weights (dequantised exactly)."""
+    from model import TinyConfig, TinyM3  # here: model.py is only needed by the callers that load one
+    from msaref.config import load_config
+
+    c = load_config(model_dir)
+    cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
+                     num_heads=c.num_heads, num_kv_heads=c.num_kv_heads, head_dim=c.head_dim,
+                     rotary_dim=c.rotary_dim, rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
+                     dense_intermediate_size=c.dense_intermediate_size, intermediate_size=c.intermediate_size,
+                     shared_intermediate_size=c.shared_intermediate_size, num_experts=c.num_experts,
+                     top_k_experts=c.top_k_experts, routed_scaling_factor=c.routed_scaling_factor,
+                     dense_layers=c.msa_layers.index(True), topk_blocks=c.topk_blocks, block_size=c.block_size)
+    m = TinyM3(cfg)
+    m.load_state_dict(read_model_state(model_dir))
+    return m.eval()
+
+
 def read_drafter_state(drafter_dir: str) -> dict:
     f = SafetensorsFile(os.path.join(drafter_dir, "model.safetensors"))
     out = {}

@@ -44,8 +44,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
 from bpe import ByteLevelBPE  # noqa: E402
 from drafter import DrafterConfig, DSparkDrafter  # noqa: E402
-from export import read_drafter_state, read_model_state  # noqa: E402
-from model import Mode, TinyConfig, TinyM3  # noqa: E402
+from export import read_drafter_state, tiny_from_dir  # noqa: E402
+from model import Mode, TinyM3  # noqa: E402
 from msaref.checkpoint import load_model  # noqa: E402
 from msaref.config import load_config  # noqa: E402
 from msaref.model import Runtime  # noqa: E402
@@ -101,21 +101,6 @@ def msa_score(msa: str, model_dir: str, ids: list, flags: list) -> float:
 
 def heldout_windows(held: np.ndarray, T: int, n: int) -> list:
     return [held[i * T:(i + 1) * T].astype(np.int64).tolist() for i in range(min(n, len(held) // T))]
-
-
-def tiny_from_dir(model_dir: str) -> TinyM3:
-    """The training model (model.py) with a checkpoint's weights (dequantised exactly)."""
-    c = load_config(model_dir)
-    cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
-                     num_heads=c.num_heads, num_kv_heads=c.num_kv_heads, head_dim=c.head_dim,
-                     rotary_dim=c.rotary_dim, rope_theta=c.rope_theta, rms_norm_eps=c.rms_norm_eps,
-                     dense_intermediate_size=c.dense_intermediate_size, intermediate_size=c.intermediate_size,
-                     shared_intermediate_size=c.shared_intermediate_size, num_experts=c.num_experts,
-                     top_k_experts=c.top_k_experts, routed_scaling_factor=c.routed_scaling_factor,
-                     dense_layers=c.msa_layers.index(True), topk_blocks=c.topk_blocks, block_size=c.block_size)
-    m = TinyM3(cfg)
-    m.load_state_dict(read_model_state(model_dir))
-    return m.eval()
 
 
 @torch.no_grad()

@@ -1,0 +1,67 @@
+// What every benchmark records next to its figures (contributing.md: figure, value, unit, date, machine, commit),
+// and the CPU-time clocks they time with: on a shared machine wall time also counts the time other jobs hold the
+// cores, CPU time does not.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <time.h>
+
+namespace msa::bench {
+
+inline double cpu_clock_us(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+inline double thread_cpu_us() {
+    return cpu_clock_us(CLOCK_THREAD_CPUTIME_ID);
+}
+inline double process_cpu_us() {
+    return cpu_clock_us(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+// The command's standard output without trailing newlines and spaces ("" when it cannot run).
+inline std::string run_command(const char* cmd) {
+    std::string out;
+    if (FILE* f = popen(cmd, "r")) {
+        char buf[256];
+        while (fgets(buf, sizeof buf, f)) out += buf;
+        pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
+// The CPU's model name from /proc/cpuinfo.
+inline std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    }
+    return "unknown CPU";
+}
+
+// "<CPU model name>, <n> hardware threads".
+inline std::string machine_description() {
+    return fmt::format("{}, {} hardware threads", cpu_model_name(), std::thread::hardware_concurrency());
+}
+
+// The measured commit; "-dirty" when tracked files other than the results differ from it.
+inline std::string measured_commit() {
+    std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
+    if (commit.empty()) commit = "unknown";
+    if (!run_command("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null")
+             .empty()) {
+        commit += "-dirty";
+    }
+    return commit;
+}
+
+}  // namespace msa::bench
