@@ -141,12 +141,13 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.idx_parts = 1; forced.pdl = false;
     forced.attn_warps = 8;  // 8-warp attention CTAs (with the cluster merge where the plan picks it)
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2; single.attn_warp_pipe = 2;
+    single.idx_nt_pass = 1;  // one index n-tile per pass (several passes over each decoded page when q_len > 2)
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
     clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps", forced}, {"mma splits=1 parts=2 warp pipe", single},
+    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps", forced}, {"mma splits=1 parts=2 warp pipe nt=1", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7", clus},
                                 {"simt", simt}};
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise

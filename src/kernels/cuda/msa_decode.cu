@@ -827,6 +827,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.rows = q_len * geo.num_kv_heads;
     p.idx_ntiles = (p.rows + 7) / 8;
     p.idx_nt_pass = p.idx_ntiles <= 1 ? 1 : p.idx_ntiles <= 2 ? 2 : 4;
+    if (opt.idx_nt_pass == 1 || opt.idx_nt_pass == 2 || opt.idx_nt_pass == 4)
+        p.idx_nt_pass = std::min(p.idx_nt_pass, opt.idx_nt_pass);
     const int sms = sm_count();
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;

@@ -72,6 +72,9 @@ struct MsaDecodeOptions {
     // Attention CTA size: 0/4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
     // per-warp chain, for latency at small batch), used only with one split or the cluster merge.
     int attn_warps = 0;
+    // Index-query n-tiles (8 index rows each) scored per pass over a decoded page: 0 = as many as fit (1, 2 or 4),
+    // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
+    int idx_nt_pass = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
