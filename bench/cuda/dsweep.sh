@@ -12,11 +12,10 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 5: index n-tiles per pass with 8 queries; the alt build (MSA_FP4_DECODE=1: the shift decode) on each set.
-# (Sessions 3-4 swept the other options; their results are in docs/cuda-notes.md sections 13-15.)
-sw new $LAT; asw shifts $LAT; sw warps8 $LAT MSA_ATTN_WARPS=8
-sw new $BIG; asw shifts $BIG
-sw new $Q8; sw nt2 $Q8 MSA_IDX_NT=2; sw nt1 $Q8 MSA_IDX_NT=1; asw shifts $Q8; asw shifts_nt2 $Q8 MSA_IDX_NT=2
+# Session 5, run B: index-K page parts with 8 queries (whole pages = the run A default), the alt build
+# ($BIN/alt_flags.txt) on the 8-query cases. (Earlier sweeps: docs/cuda-notes.md sections 13-16.)
+sw new $LAT; sw new $BIG
+sw new $Q8; sw parts1 $Q8 MSA_IDX_PARTS=1; asw alt $Q8; asw alt_parts1 $Q8 MSA_IDX_PARTS=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"
