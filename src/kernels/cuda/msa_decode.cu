@@ -94,9 +94,14 @@ __device__ __forceinline__ void prefetch_page_kv(const IdxParams& p, int page) {
     }
 }
 
-// This lane's index-query fragments of NT n-tiles (uint2 per (n-tile, chunk, k-step) in the shared array bf).
+// Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
+// each) of query fragments bf (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension, index
+// rows the N dimension.
 template <int NT>
-__device__ __forceinline__ void load_query_frags(const uint2* bf, int lane, std::uint32_t (&b)[NT][4][2][2]) {
+__device__ __forceinline__ void index_rows(const unsigned char* img, const uint2* bf, int lane, int nmt, const Mul& mul,
+                                          float (&mx)[NT][2]) {
+    const int r = lane >> 2, c = lane & 3;
+    std::uint32_t b[NT][4][2][2];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -107,14 +112,6 @@ __device__ __forceinline__ void load_query_frags(const uint2* bf, int lane, std:
                 b[nt][gp][j][0] = v.x;
                 b[nt][gp][j][1] = v.y;
             }
-}
-
-// Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
-// each) of query fragments b (load_query_frags). Keys are the MMA M dimension, index rows the N dimension.
-template <int NT>
-__device__ __forceinline__ void index_rows(const unsigned char* img, const std::uint32_t (&b)[NT][4][2][2], int lane,
-                                          int nmt, const Mul& mul, float (&mx)[NT][2]) {
-    const int r = lane >> 2, c = lane & 3;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
     const unsigned char* data = img + r * 64 + 4 * c;                // row r of m-tile 0
@@ -280,6 +277,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         const int part = item - (item / p.parts) * p.parts;
         copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
+    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item / p.parts]); };
     if (it_begin < it_end) {
         if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
@@ -307,25 +305,16 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
             }
         }
         __syncthreads();
-        // With one pass the fragments can stay in registers for all items; page-table entries are loaded one item
-        // ahead so that issuing the next copy never waits for one (both measured in docs/cuda-notes.md 16).
-        // (Only up to 2 n-tiles: the 4-n-tile build would spill at its 168 registers.)
-        constexpr bool kHoist = NT <= 2;
-        std::uint32_t b[NT][4][2][2];
-        if (kHoist && passes == 1) load_query_frags<NT>(bfr, lane, b);
-        int next_page = it + kWarps < it_end ? pt[(it + kWarps) / p.parts] : 0;
         for (int i = 0; it < it_end; ++i, it += kWarps) {
-            if (it + kWarps < it_end) copy_item_page(wbuf + ((i + 1) & 1) * stage, it + kWarps, next_page);
+            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
             cp_async_commit();
-            next_page = it + 2 * kWarps < it_end ? pt[(it + 2 * kWarps) / p.parts] : 0;
             cp_async_wait<1>();
             __syncwarp();
             const unsigned char* img = wbuf + (i & 1) * stage;
-            const int blk = it / p.parts, part = it - blk * p.parts;
+            const int b = it / p.parts, part = it - b * p.parts;
             for (int pass = 0; pass < passes; ++pass) {
-                if (!kHoist || passes > 1) load_query_frags<NT>(bfr + pass * NT * 256, lane, b);
                 float mx[NT][2];
-                index_rows<NT>(img, b, lane, R / 16, p.mul, mx);
+                index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
                 if (lane < 4) {
 #pragma unroll
                     for (int nt = 0; nt < NT; ++nt)
@@ -333,7 +322,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
                         for (int e = 0; e < 2; ++e) {
                             const int row = (pass * NT + nt) * 8 + 2 * lane + e;
                             if (row < p.rows)
-                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + blk) * p.parts +
+                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
                                          part] = mx[nt][e];
                         }
                 }
@@ -366,11 +355,8 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
 #ifndef MSA_IDX_MIN_CTAS
 #define MSA_IDX_MIN_CTAS 4
 #endif
-#ifndef MSA_IDX4_MIN_CTAS  // the 4-n-tile build (8+ queries per request)
-#define MSA_IDX4_MIN_CTAS 3
-#endif
 template <int NT>
-__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? MSA_IDX4_MIN_CTAS : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
+__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
     // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
@@ -846,12 +832,12 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     const int sms = sm_count();
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
-    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages. (Whole pages for
-    // more than 16 index rows were 3% faster in run 4, when each item reloaded the query fragments from shared
-    // memory; with them in registers and 82 KB of whole-page stages the 8-query build ran at 2 CTAs per SM, limited
-    // by shared memory: run A of session 5, docs/cuda-notes.md section 16.)
+    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
+    // Whole pages when more than 16 index rows (8 queries x 4 heads) share each decoded page: run 4 measured 3%
+    // less at 32 x 128K and 32 x 32K with 8 queries than with half pages.
     p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
+                  : p.rows > 16                                                 ? 1
                                                                                 : 2;
     const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
                     : p.idx_parts > 2         ? 1
