@@ -12,10 +12,9 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 5, run B: index-K page parts with 8 queries (whole pages = the run A default), the alt build
-# ($BIN/alt_flags.txt) on the 8-query cases. (Earlier sweeps: docs/cuda-notes.md sections 13-16.)
-sw new $LAT; sw new $BIG
-sw new $Q8; sw parts1 $Q8 MSA_IDX_PARTS=1; asw alt $Q8; asw alt_parts1 $Q8 MSA_IDX_PARTS=1
+# Session 5, run C: the FP8 one-query indexer (MSA_IDX_FP8=2) against the FP16 one (sections 13-16: earlier sweeps).
+sw new $LAT; sw fp8 $LAT MSA_IDX_FP8=2; sw new $BIG; sw fp8 $BIG MSA_IDX_FP8=2
+sw fp8_parts4 1:131072:1,8:32768:1 MSA_IDX_FP8=2 MSA_IDX_PARTS=4; sw fp8_parts1 $BIG MSA_IDX_FP8=2 MSA_IDX_PARTS=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

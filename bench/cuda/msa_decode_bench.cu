@@ -48,6 +48,7 @@ static MsaDecodeOptions env_options() {
     o.idx_pdl = num("MSA_IDX_PDL");
     o.attn_warps = num("MSA_ATTN_WARPS");
     o.idx_nt_pass = num("MSA_IDX_NT");
+    o.idx_fp8 = num("MSA_IDX_FP8");
     return o;
 }
 static int g_warm = 5, g_reps = 20;

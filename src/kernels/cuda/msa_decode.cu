@@ -156,6 +156,96 @@ __device__ __forceinline__ void index_rows(const unsigned char* img, const uint2
             for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
 }
 
+// ---- FP8 variant of the one-query indexer (msa.md section 5: "applies the key scales after the MMA") ----
+// mma.sync m16n8k32 with E4M3 operands: A = raw E2M1 codes re-encoded as E4M3 (exactly e2m1 * 2^-6: a bit move, no
+// table), B = the E4M3 index queries as stored. The 8 N columns are (head h, half) pairs, col 2h + half: half 0
+// holds the query's channels of the even NVFP4 group of each k32 step, half 1 those of the odd group, zeros
+// elsewhere, so the two columns of a head return the two groups' dot products separately and each is multiplied by
+// its own key scale in FP32 (FFMA). Products are exact; the sums of 16 products are the tensor core's FP32
+// accumulation. Lane (g, c) of a warp scores keys g and g + 8 of each m-tile for head c.
+__device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                               std::uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%10,%10,%10};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
+}
+// E2M1 nibbles of x as E4M3 bytes (value e2m1 * 2^-6): the low nibble of each byte (even channels), the high one.
+__device__ __forceinline__ std::uint32_t e2m1_even_as_e4m3(std::uint32_t x) {
+    return ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+}
+__device__ __forceinline__ std::uint32_t e2m1_odd_as_e4m3(std::uint32_t x) {
+    return (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+}
+constexpr int kFp8TabStride = 12;  // floats per row of the scale table (48 B: conflict-free 16-byte loads)
+// The warp's key-scale table for an image of R rows: tab[row][group] = scale * 2^-56 as FP32 (E4M3 bits moved into
+// a float: scale * 2^-120, then times 2^64; exact, subnormal scales included).
+__device__ __forceinline__ void fp8_scale_table(const unsigned char* img, int R, float* tab, int lane) {
+    for (int row = lane; row < R; row += 32) {
+        const uint2 w = lds64(img + R * 64 + row * 8);
+        float f[8];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const std::uint32_t lo = k < 3 ? (w.x << (20 - 8 * k)) : (w.x >> 4);
+            const std::uint32_t hi = k < 3 ? (w.y << (20 - 8 * k)) : (w.y >> 4);
+            f[k] = __uint_as_float(lo & 0x07F00000u) * 0x1p64f;
+            f[4 + k] = __uint_as_float(hi & 0x07F00000u) * 0x1p64f;
+        }
+        float4* t = reinterpret_cast<float4*>(tab + row * kFp8TabStride);
+        t[0] = make_float4(f[0], f[1], f[2], f[3]);
+        t[1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
+}
+// This lane's B fragments: bq[j] for k32 step j (channels 32j..32j+31 = groups 2j, 2j+1).
+__device__ __forceinline__ void fp8_query_frags(const std::uint8_t* iq_req, int rows, int lane,
+                                                std::uint32_t (&bq)[4][2]) {
+    const int g = lane >> 2, c = lane & 3, head = g >> 1, half = g & 1;
+    const bool live = half == (c >> 1) && head < rows;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        uint2 u = make_uint2(0u, 0u);
+        if (live) u = *reinterpret_cast<const uint2*>(iq_req + head * kHeadDim + 32 * j + 8 * c);
+        bq[j][0] = prmt(u.x, u.y, 0x6420u);  // channels 32j + 8c + {0, 2, 4, 6}
+        bq[j][1] = prmt(u.x, u.y, 0x7531u);  // {1, 3, 5, 7}
+    }
+}
+// Block maxima (head c = lane & 3, times 2^-62) over the nmt m-tiles of an image, FP8 path.
+__device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const float* tab,
+                                                const std::uint32_t (&bq)[4][2], int lane, int nmt) {
+    const int r = lane >> 2, c = lane & 3;
+    const unsigned char* data = img + r * 64 + 4 * c;
+    int off[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+    float mx = -CUDART_INF_F;
+#pragma unroll 2
+    for (int mt = 0; mt < nmt; ++mt) {
+        const unsigned char* d0 = data + mt * 1024;
+        const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
+        const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
+        const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
+        const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
+        const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+        float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const std::uint32_t x0 = lds32(d0 + off[j]), x1 = lds32(d0 + 512 + off[j]);
+            const std::uint32_t a[4] = {e2m1_even_as_e4m3(x0), e2m1_even_as_e4m3(x1), e2m1_odd_as_e4m3(x0),
+                                        e2m1_odd_as_e4m3(x1)};
+            float d[4];
+            mma_e4m3_16832(d, a, bq[j][0], bq[j][1]);
+            acc0 = fmaf(s0[2 * j], d[0], acc0);
+            acc0 = fmaf(s0[2 * j + 1], d[1], acc0);
+            acc1 = fmaf(s1[2 * j], d[2], acc1);
+            acc1 = fmaf(s1[2 * j + 1], d[3], acc1);
+        }
+        mx = fmaxf(mx, fmaxf(acc0, acc1));
+    }
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    return mx;
+}
+
 // Score of history block i: the maximum over the page parts that different warps scored.
 __device__ __forceinline__ float block_score(const float* sc, int i, int parts) {
     float v = __ldcg(sc + i * parts);
@@ -252,12 +342,37 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
 }
 
+// The item loop of the FP8 indexer (one query per request, <= 4 index heads): like index_unit's, plus the per-item
+// key-scale table (after the warp's scale table of the first R rows' image; R x 48 bytes per warp).
+template <class CopyItem>
+__device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                              int R, int s, int it, int it_end, int lane, int warp,
+                                              CopyItem&& copy_item) {
+    std::uint32_t bq[4][2];
+    fp8_query_frags(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, lane, bq);
+    float* tab = reinterpret_cast<float*>(smem + kWarps * 2 * stage) + warp * R * kFp8TabStride;
+    for (int i = 0; it < it_end; ++i, it += kWarps) {
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        fp8_scale_table(img, R, tab, lane);
+        __syncwarp();
+        const float mx = index_rows_fp8(img, tab, bq, lane, R / 16) * 0x1p62f;  // undo 2^-6 (codes) * 2^-56 (scales)
+        const int b = it / p.parts, part = it - b * p.parts;
+        if (lane < p.rows)  // lane c holds head c, and with one query row = head
+            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx;
+        __syncwarp();  // the table and this image are reused by the next items
+    }
+}
+
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
 // the keyed top-k for all its rows and leaves the counter at zero again.
 // Work unit (request s, chunk) of the indexer: see index_topk_kernel.
-template <int NT>
+template <int NT, bool FP8>
 __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* smem, int& s_last, int s, int chunk) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
@@ -281,53 +396,57 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (it_begin < it_end) {
         if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
-        // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
-        const int passes = (p.nt_total + NT - 1) / NT;
-        const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
-        uint2 u[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
-            const int row = nt * 8 + (l >> 2);
-            u[k] = make_uint2(0u, 0u);
-            if (k < ntp && row < p.rows)
-                u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
-                                                       gp * 32 + (l & 3) * 8);
-        }
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            if (k < ntp) {
+        if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
+            run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
+        } else {
+            // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
+            const int passes = (p.nt_total + NT - 1) / NT;
+            const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
+            uint2 u[8];
+    #pragma unroll
+            for (int k = 0; k < 8; ++k) {
                 const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
-                std::uint32_t q4[4];
-                query_pairs(u[k], q4);
-                bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
-                bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
+                const int row = nt * 8 + (l >> 2);
+                u[k] = make_uint2(0u, 0u);
+                if (k < ntp && row < p.rows)
+                    u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
+                                                           gp * 32 + (l & 3) * 8);
             }
-        }
-        __syncthreads();
-        for (int i = 0; it < it_end; ++i, it += kWarps) {
-            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
-            cp_async_commit();
-            cp_async_wait<1>();
-            __syncwarp();
-            const unsigned char* img = wbuf + (i & 1) * stage;
-            const int b = it / p.parts, part = it - b * p.parts;
-            for (int pass = 0; pass < passes; ++pass) {
-                float mx[NT][2];
-                index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
-                if (lane < 4) {
-#pragma unroll
-                    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const int row = (pass * NT + nt) * 8 + 2 * lane + e;
-                            if (row < p.rows)
-                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
-                                         part] = mx[nt][e];
-                        }
+    #pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                if (k < ntp) {
+                    const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
+                    std::uint32_t q4[4];
+                    query_pairs(u[k], q4);
+                    bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
+                    bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
                 }
             }
-            __syncwarp();
+            __syncthreads();
+            for (int i = 0; it < it_end; ++i, it += kWarps) {
+                if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+                cp_async_commit();
+                cp_async_wait<1>();
+                __syncwarp();
+                const unsigned char* img = wbuf + (i & 1) * stage;
+                const int b = it / p.parts, part = it - b * p.parts;
+                for (int pass = 0; pass < passes; ++pass) {
+                    float mx[NT][2];
+                    index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
+                    if (lane < 4) {
+    #pragma unroll
+                        for (int nt = 0; nt < NT; ++nt)
+    #pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int row = (pass * NT + nt) * 8 + 2 * lane + e;
+                                if (row < p.rows)
+                                    p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
+                                             part] = mx[nt][e];
+                            }
+                    }
+                }
+                __syncwarp();
+            }
         }
         cp_async_wait<0>();
     }
@@ -355,7 +474,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
 #ifndef MSA_IDX_MIN_CTAS
 #define MSA_IDX_MIN_CTAS 4
 #endif
-template <int NT>
+template <int NT, bool FP8 = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
@@ -363,7 +482,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
     // nothing is read before it has completed (a no-op without PDL).
     pdl_wait();
     if (!p.persistent) {
-        index_unit<NT>(p, smem, s_last, blockIdx.y, blockIdx.x);
+        index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
     const int total = p.chunks * p.batch;
@@ -373,7 +492,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
         __syncthreads();
         const int v = s_unit;
         if (v >= total) break;
-        index_unit<NT>(p, smem, s_last, v / p.chunks, v % p.chunks);
+        index_unit<NT, FP8>(p, smem, s_last, v / p.chunks, v % p.chunks);
     }
     pdl_trigger();
     if (threadIdx.x == 0 && atomicAdd(&p.work[1], 1u) == gridDim.x - 1) {  // every CTA has taken its last unit
@@ -802,6 +921,7 @@ std::size_t attn_smem(const MsaDecodePlan& p) {
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
+constexpr std::size_t kIdxSmemFp8Max = kWarps * 2 * kPageHeadBytes + kWarps * kBlock * kFp8TabStride * sizeof(float);
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -845,8 +965,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_items_per_cta = kWarps * ipw;
     p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
     const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
+    // FP8 indexer (one query, <= 4 index heads, tensor-core indexer): on when asked (idx_fp8 = 2).
+    p.idx_fp8 = opt.idx_fp8 == 2 && opt.indexer == MsaImpl::kMma && p.rows <= 4 && p.idx_nt_pass == 1;
     p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
-                 static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
+                 (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
+                            : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
     // About 4 CTAs per SM; at <= 32 (query, kv head) units (the cluster-merge range) about 2 per SM: run 5 measured
     // 8 x 32K (32 units) at 36.3 us with 8 splits against 44.0 with 16; batch 1 keeps 16 splits (19.3 vs 22.4 us).
@@ -884,10 +1007,14 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(attn_kernel<false, 4>),
                                  reinterpret_cast<const void*>(attn_kernel<true, 4>),
                                  reinterpret_cast<const void*>(attn_kernel<false, 8>),
-                                 reinterpret_cast<const void*>(attn_kernel<true, 8>)};
-        for (int i = 0; i < 7; ++i) {
+                                 reinterpret_cast<const void*>(attn_kernel<true, 8>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<1, true>)};
+        for (int i = 0; i < 8; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(i < 3 ? kIdxSmemMax : i < 5 ? kAttnSmemWarp : kAttnSmem8)));
+                                               static_cast<int>(i < 3    ? kIdxSmemMax
+                                                                : i == 7 ? kIdxSmemFp8Max
+                                                                : i < 5  ? kAttnSmemWarp
+                                                                         : kAttnSmem8)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
@@ -900,7 +1027,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     }
     {  // persistent indexer: about one wave of resident CTAs
         int per_sm = 0;
-        const void* k = p.idx_nt_pass == 1   ? reinterpret_cast<const void*>(index_topk_kernel<1>)
+        const void* k = p.idx_fp8            ? reinterpret_cast<const void*>(index_topk_kernel<1, true>)
+                        : p.idx_nt_pass == 1 ? reinterpret_cast<const void*>(index_topk_kernel<1>)
                         : p.idx_nt_pass == 2 ? reinterpret_cast<const void*>(index_topk_kernel<2>)
                                              : reinterpret_cast<const void*>(index_topk_kernel<4>);
         detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kWarps * 32, p.idx_smem));
@@ -976,7 +1104,12 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         cfg.attrs = attr;
         cfg.numAttrs = p.opt.pdl && p.opt.idx_pdl != 1 ? 1 : 0;
         switch (p.idx_nt_pass) {
-            case 1: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip)); break;
+            case 1:
+                if (p.idx_fp8)
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1, true>, ip));
+                else
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip));
+                break;
             case 2: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<2>, ip)); break;
             default: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4>, ip)); break;
         }

@@ -75,6 +75,9 @@ struct MsaDecodeOptions {
     // Index-query n-tiles (8 index rows each) scored per pass over a decoded page: 0 = as many as fit (1, 2 or 4),
     // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
     int idx_nt_pass = 0;
+    // Index scores of one-query steps (<= 4 index heads) by FP8 tensor cores: E2M1 codes as E4M3, key scales applied
+    // in FP32 after each MMA (msa.md section 5). 0/1 = off (FP16 MMA of exactly dequantised keys), 2 = on.
+    int idx_fp8 = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -87,6 +90,7 @@ struct MsaDecodePlan {
     int rows = 0;            // q_len * num_kv_heads: index rows per request
     int idx_ntiles = 0;      // ceil(rows / 8): MMA n-tiles of index queries
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
+    bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
