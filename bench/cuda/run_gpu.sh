@@ -82,9 +82,10 @@ for step in ${STEPS//,/ }; do
       /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$R/sass.txt" 2>&1
       [ -x "$BIN/msa_decode_bench_alt" ] && /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench_alt" |
         python3 bench/cuda/sass_stats.py --stats-only > "$R/sass_alt.txt" 2>&1;;
-    ncusrc)  # full Nsight Compute set of both decode kernels at 32 x 128K with 8 queries, with per-SASS-line stalls
+    ncusrc)  # full Nsight Compute set of both decode kernels (NCU_CASE="batch len q_len", default 32 x 128K with 8
+             # queries), with per-SASS-line stalls
       timeout $(lim 200) ncu --clock-control none --set full --import-source no -k regex:"index_topk|attn_kernel" -c 2 \
-        -o "$R/q8" "$BIN/msa_decode_bench" case 32 131072 8 > "$R/ncusrc.log" 2>&1
+        -o "$R/q8" "$BIN/msa_decode_bench" case ${NCU_CASE:-32 131072 8} > "$R/ncusrc.log" 2>&1
       ncu -i "$R/q8.ncu-rep" --page details > "$R/ncu_q8_details.txt" 2>&1
       ncu -i "$R/q8.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip > "$R/ncu_q8_source.csv.gz"
       rm -f "$R/q8.ncu-rep"; grep -E "index_topk|attn_kernel|Duration|Issued Ipc|Achieved Occ" "$R/ncu_q8_details.txt" | head -20;;
