@@ -82,6 +82,7 @@ struct IdxParams {
     int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts, chunks, batch;
     bool prefetch, persistent;
     Mul mul;
+    bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
 };
 
 // Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
@@ -367,6 +368,113 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
     }
 }
 
+// ---- The same FP8 one-query indexer on wgmma (sm_90a), the only FP8 tensor path of Hopper: ptxas lowers the FP8
+// mma.sync above to FP16 conversions and FP16 MMAs (docs/cuda-notes.md section 16). One warpgroup = the CTA's 4 warps;
+// each warp still streams its own items, and warp w's 16 rows of an m-tile are rows 16w..16w+15 of the M = 64 wgmma
+// (A from registers, same per-warp fragment as mma.sync m16n8k32); B = the query columns in shared memory (1 KB,
+// K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
+// m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// D = A B (the accumulator is overwritten: scale-d = 0).
+__device__ __forceinline__ void wgmma_e4m3_m64n8k32(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0)
+        : "memory");
+}
+// Shared-memory matrix descriptor, no swizzle: start address, and 128 bytes both between the core matrices along K
+// and along N (only one along N exists for N = 8, so the two offsets cannot be confused).
+__device__ __forceinline__ std::uint64_t wg_desc(const void* smem_ptr) {
+    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
+    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{128 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
+}
+// The query columns for all four k32 steps (1 KB at bq): step j at 256 j, core matrix (k 0-15, k 16-31) at +0/+128,
+// column n at 16 n. Column n = (head n >> 1, half n & 1); slot k belongs to thread c = (k & 15) >> 2 of the A
+// fragment, i.e. to word 4j + c of a key row (group 2j + (c >> 1)), nibble 2 (k & 3) + (k >> 4).
+__device__ __forceinline__ void wg_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
+    for (int e = tid; e < 1024; e += kWarps * 32) {
+        const int j = e >> 8, core = (e >> 7) & 1, n = (e >> 4) & 7, kk = e & 15;
+        const int k = core * 16 + kk, c = kk >> 2, head = n >> 1, half = n & 1;
+        const int dim = 32 * j + 8 * c + 2 * (k & 3) + (k >> 4);
+        bq[e] = half == (c >> 1) && head < rows ? iq_req[head * kHeadDim + dim] : 0;
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes -> wgmma reads
+}
+template <class CopyItem>
+__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                             int R, int s, int it_begin, int it_end, int lane, int warp,
+                                             CopyItem&& copy_item) {
+    unsigned char* bq = smem + kWarps * 2 * stage;  // 1 KB, then the warps' scale tables
+    float* tab = reinterpret_cast<float*>(bq + 1024) + warp * R * kFp8TabStride;
+    wg_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
+    __syncthreads();
+    const std::uint64_t desc0 = wg_desc(bq);
+    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
+    int off[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
+    int it = it_begin + warp;
+    for (int i = 0; i < n_iter; ++i, it += kWarps) {
+        const bool live = it < it_end;
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        if (live) fp8_scale_table(img, R, tab, lane);
+        __syncwarp();
+        float mx = -CUDART_INF_F;
+        for (int mt = 0; mt < nmt; ++mt) {
+            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
+            std::uint32_t a[4][4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const std::uint32_t x0 = live ? lds32(d0 + off[j]) : 0u, x1 = live ? lds32(d0 + 512 + off[j]) : 0u;
+                a[j][0] = e2m1_even_as_e4m3(x0);
+                a[j][1] = e2m1_even_as_e4m3(x1);
+                a[j][2] = e2m1_odd_as_e4m3(x0);
+                a[j][3] = e2m1_odd_as_e4m3(x1);
+            }
+            float d[4][4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(d[j], a[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
+            wgmma_commit();
+            wgmma_wait0();
+            if (live) {
+                const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
+                const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
+                const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
+                const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
+                const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+                float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    acc0 = fmaf(s0[2 * j], d[j][0], acc0);
+                    acc0 = fmaf(s0[2 * j + 1], d[j][1], acc0);
+                    acc1 = fmaf(s1[2 * j], d[j][2], acc1);
+                    acc1 = fmaf(s1[2 * j + 1], d[j][3], acc1);
+                }
+                mx = fmaxf(mx, fmaxf(acc0, acc1));
+            }
+        }
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        if (live && lane < p.rows) {
+            const int b = it / p.parts, part = it - b * p.parts;
+            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx * 0x1p62f;
+        }
+        __syncwarp();
+    }
+}
+
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
@@ -397,7 +505,10 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
         if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
-            run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
+            if (p.wgmma)
+                run_wg_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
+            else
+                run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
         } else {
             // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
             const int passes = (p.nt_total + NT - 1) / NT;
@@ -924,7 +1035,8 @@ std::size_t attn_smem(const MsaDecodePlan& p) {
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
-constexpr std::size_t kIdxSmemFp8Max = kWarps * 2 * kPageHeadBytes + kWarps * kBlock * kFp8TabStride * sizeof(float);
+constexpr std::size_t kIdxSmemFp8Max =
+    1024 + kWarps * 2 * kPageHeadBytes + kWarps * kBlock * kFp8TabStride * sizeof(float);
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -971,7 +1083,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // FP8 indexer for one-query steps (<= 4 index heads) unless switched off: run C of session 5 measured it 0.5-4.4 us
     // faster on every one-query case (32 x 128K 164.0 -> 159.6 us), with no pick outside the strict 1.5-step rule.
     p.idx_fp8 = opt.idx_fp8 != 1 && opt.indexer == MsaImpl::kMma && p.rows <= 4 && p.idx_nt_pass == 1;
-    p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
+    // wgmma for it when asked (idx_fp8 = 3), one CTA per work unit only (a persistent CTA could take units with
+    // different item counts per warp, but the warpgroup's loop must be uniform: it is, per unit, so this is only
+    // kept simple).
+    p.idx_wgmma = p.idx_fp8 && opt.idx_fp8 == 3 && opt.idx_persistent != 2;
+    p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
                             : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
@@ -1096,7 +1212,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
-                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul};
+                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);

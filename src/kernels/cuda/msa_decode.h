@@ -77,7 +77,7 @@ struct MsaDecodeOptions {
     int idx_nt_pass = 0;
     // Index scores of one-query steps (<= 4 index heads) by FP8 tensor cores: E2M1 codes as E4M3, key scales applied
     // in FP32 after each MMA (msa.md section 5). 0/2 = on where it applies, 1 = off (FP16 MMA of exactly
-    // dequantised keys).
+    // dequantised keys), 3 = on, with wgmma instead of mma.sync (not with the persistent indexer).
     int idx_fp8 = 0;
 };
 
@@ -92,6 +92,7 @@ struct MsaDecodePlan {
     int idx_ntiles = 0;      // ceil(rows / 8): MMA n-tiles of index queries
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
     bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
+    bool idx_wgmma = false;  // ... on wgmma
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
