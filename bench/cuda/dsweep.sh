@@ -12,12 +12,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 5, run E: the FP8 one-query indexer on wgmma (MSA_IDX_FP8=3) against mma.sync (default) and FP16 (=1).
-# Earlier sweeps: docs/cuda-notes.md sections 13-16.
+# Session 5, run F: the wgmma FP8 indexer (now the default for one query) with its m-tile pipeline, against the same
+# without the pipeline (alt build, -DMSA_WG_PIPE=0) and the mma.sync FP8 one (MSA_IDX_FP8=2). Earlier sweeps:
+# docs/cuda-notes.md sections 13-16.
 BIGS=32:131072:1,64:65536:1,8:524288:1,32:32768:1
-sw new $LAT; sw wgmma $LAT MSA_IDX_FP8=3; sw fp16 $LAT MSA_IDX_FP8=1
-sw new $BIGS; sw wgmma $BIGS MSA_IDX_FP8=3; sw fp16 $BIGS MSA_IDX_FP8=1
-sw wgmma_parts4 1:131072:1,8:32768:1 MSA_IDX_FP8=3 MSA_IDX_PARTS=4; sw wgmma_parts1 $BIGS MSA_IDX_FP8=3 MSA_IDX_PARTS=1
+sw new $LAT; asw nopipe $LAT; sw mma_sync $LAT MSA_IDX_FP8=2
+sw new $BIGS; asw nopipe $BIGS; sw mma_sync $BIGS MSA_IDX_FP8=2; sw parts1 $BIGS MSA_IDX_PARTS=1; asw nopipe_parts1 $BIGS MSA_IDX_PARTS=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

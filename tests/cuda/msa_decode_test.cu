@@ -147,14 +147,14 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     forced.idx_fp8 = 1;     // the FP16 indexer (exactly dequantised keys) for one-query steps too
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2; single.attn_warp_pipe = 2;
     single.idx_nt_pass = 1;  // one index n-tile per pass (several passes over each decoded page when q_len > 2)
-    single.idx_fp8 = 3;      // the FP8 indexer on wgmma where it applies (one query per request)
+    single.idx_fp8 = 2;      // the FP8 indexer on mma.sync where it applies (one query per request; auto: wgmma)
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
     clus.idx_fp8 = 2;  // the FP8 indexer in the persistent grid, with the automatic page parts
     clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-wgmma", single},
+    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
                                 {"simt", simt}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;

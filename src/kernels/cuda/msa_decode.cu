@@ -374,9 +374,20 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
 // (A from registers, same per-warp fragment as mma.sync m16n8k32); B = the query columns in shared memory (1 KB,
 // K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
 // m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
+#ifndef MSA_WG_PIPE
+#define MSA_WG_PIPE 1  // the wgmma indexer's m-tile pipeline (0: wait after every m-tile)
+#endif
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+// Keeps the compiler from moving uses of accumulator registers across a wgmma wait (they are written asynchronously).
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[4][4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e])::"memory");
+}
 // D = A B (the accumulator is overwritten: scale-d = 0).
 __device__ __forceinline__ void wgmma_e4m3_m64n8k32(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc) {
     asm volatile(
@@ -428,43 +439,77 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
         const unsigned char* img = wbuf + (i & 1) * stage;
         if (live) fp8_scale_table(img, R, tab, lane);
         __syncwarp();
+        // Software pipeline over the m-tiles: the wgmmas of m-tile t run while this warp decodes m-tile t + 1 into the
+        // other A buffer; wait_group 1 then leaves only t + 1's group in flight.
         float mx = -CUDART_INF_F;
-        for (int mt = 0; mt < nmt; ++mt) {
+        std::uint32_t a[2][4][4];
+        float d[2][4][4];
+        auto decode = [&](int mt, std::uint32_t (&aa)[4][4]) {
             const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
-            std::uint32_t a[4][4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const std::uint32_t x0 = live ? lds32(d0 + off[j]) : 0u, x1 = live ? lds32(d0 + 512 + off[j]) : 0u;
-                a[j][0] = e2m1_even_as_e4m3(x0);
-                a[j][1] = e2m1_even_as_e4m3(x1);
-                a[j][2] = e2m1_odd_as_e4m3(x0);
-                a[j][3] = e2m1_odd_as_e4m3(x1);
+                aa[j][0] = e2m1_even_as_e4m3(x0);
+                aa[j][1] = e2m1_even_as_e4m3(x1);
+                aa[j][2] = e2m1_odd_as_e4m3(x0);
+                aa[j][3] = e2m1_odd_as_e4m3(x1);
             }
-            float d[4][4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.f;
+        };
+        auto issue = [&](const std::uint32_t (&aa)[4][4], float (&dd)[4][4]) {
+            wgmma_fence_operands(dd);
             wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(d[j], a[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
+            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(dd[j], aa[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
             wgmma_commit();
-            wgmma_wait0();
-            if (live) {
-                const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
-                const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
-                const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
-                const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
-                const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
-                float acc0 = 0.f, acc1 = 0.f;
+        };
+        auto scale_max = [&](int mt, const float (&dd)[4][4]) {
+            const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
+            const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
+            const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
+            const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
+            const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+            float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    acc0 = fmaf(s0[2 * j], d[j][0], acc0);
-                    acc0 = fmaf(s0[2 * j + 1], d[j][1], acc0);
-                    acc1 = fmaf(s1[2 * j], d[j][2], acc1);
-                    acc1 = fmaf(s1[2 * j + 1], d[j][3], acc1);
-                }
-                mx = fmaxf(mx, fmaxf(acc0, acc1));
+            for (int j = 0; j < 4; ++j) {
+                acc0 = fmaf(s0[2 * j], dd[j][0], acc0);
+                acc0 = fmaf(s0[2 * j + 1], dd[j][1], acc0);
+                acc1 = fmaf(s1[2 * j], dd[j][2], acc1);
+                acc1 = fmaf(s1[2 * j + 1], dd[j][3], acc1);
             }
+            mx = fmaxf(mx, fmaxf(acc0, acc1));
+        };
+#if !MSA_WG_PIPE
+        for (int mt = 0; mt < nmt; ++mt) {  // no pipeline (alt build, for comparison)
+            decode(mt, a[0]);
+            issue(a[0], d[0]);
+            wgmma_wait0();
+            wgmma_fence_operands(d[0]);
+            if (live) scale_max(mt, d[0]);
         }
+#else
+        decode(0, a[0]);
+        issue(a[0], d[0]);
+        for (int mt = 0; mt < nmt; mt += 2) {  // nmt is even (2, 4 or 8): buffers 0 and 1 alternate with constant indices
+            if (mt + 1 < nmt) {
+                decode(mt + 1, a[1]);
+                issue(a[1], d[1]);
+                wgmma_wait1();
+            } else {
+                wgmma_wait0();
+            }
+            wgmma_fence_operands(d[0]);
+            if (live) scale_max(mt, d[0]);
+            if (mt + 2 < nmt) {
+                decode(mt + 2, a[0]);
+                issue(a[0], d[0]);
+                wgmma_wait1();
+            } else {
+                wgmma_wait0();
+            }
+            wgmma_fence_operands(d[1]);
+            if (mt + 1 < nmt && live) scale_max(mt + 1, d[1]);
+        }
+#endif
 #pragma unroll
         for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         if (live && lane < p.rows) {
@@ -1083,10 +1128,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // FP8 indexer for one-query steps (<= 4 index heads) unless switched off: run C of session 5 measured it 0.5-4.4 us
     // faster on every one-query case (32 x 128K 164.0 -> 159.6 us), with no pick outside the strict 1.5-step rule.
     p.idx_fp8 = opt.idx_fp8 != 1 && opt.indexer == MsaImpl::kMma && p.rows <= 4 && p.idx_nt_pass == 1;
-    // wgmma for it when asked (idx_fp8 = 3), one CTA per work unit only (a persistent CTA could take units with
-    // different item counts per warp, but the warpgroup's loop must be uniform: it is, per unit, so this is only
-    // kept simple).
-    p.idx_wgmma = p.idx_fp8 && opt.idx_fp8 == 3 && opt.idx_persistent != 2;
+    // On wgmma by default (run E of session 5: 7% faster than the FP8 mma.sync at 32 x 128K, never slower), with one
+    // CTA per work unit (the persistent grid keeps the mma.sync version).
+    p.idx_wgmma = p.idx_fp8 && (opt.idx_fp8 == 0 || opt.idx_fp8 == 3) && opt.idx_persistent != 2;
     p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
                             : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));

@@ -76,8 +76,9 @@ struct MsaDecodeOptions {
     // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
     int idx_nt_pass = 0;
     // Index scores of one-query steps (<= 4 index heads) by FP8 tensor cores: E2M1 codes as E4M3, key scales applied
-    // in FP32 after each MMA (msa.md section 5). 0/2 = on where it applies, 1 = off (FP16 MMA of exactly
-    // dequantised keys), 3 = on, with wgmma instead of mma.sync (not with the persistent indexer).
+    // in FP32 after each MMA (msa.md section 5). 0 = on where it applies, on wgmma unless the indexer is persistent
+    // (then mma.sync); 1 = off (FP16 MMA of exactly dequantised keys); 2 = FP8 on mma.sync (which sm_90 runs as FP16
+    // MMAs); 3 = FP8 on wgmma.
     int idx_fp8 = 0;
 };
 
