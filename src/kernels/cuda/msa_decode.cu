@@ -375,7 +375,7 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
 // K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
 // m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
 #ifndef MSA_WG_PIPE
-#define MSA_WG_PIPE 1  // the wgmma indexer's m-tile pipeline (0: wait after every m-tile)
+#define MSA_WG_PIPE 0  // 1: the wgmma indexer's m-tile pipeline (run F: 2-3% slower than waiting after every m-tile)
 #endif
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -439,8 +439,9 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
         const unsigned char* img = wbuf + (i & 1) * stage;
         if (live) fp8_scale_table(img, R, tab, lane);
         __syncwarp();
-        // Software pipeline over the m-tiles: the wgmmas of m-tile t run while this warp decodes m-tile t + 1 into the
-        // other A buffer; wait_group 1 then leaves only t + 1's group in flight.
+        // By default each m-tile's 4 wgmmas are waited for before the next m-tile is decoded; with MSA_WG_PIPE=1 the
+        // wgmmas of m-tile t run while this warp decodes m-tile t + 1 into the other A buffer (wait_group 1 leaves only
+        // t + 1's group in flight): measured 2-3% slower in run F, with 4 warpgroups per SM already overlapping.
         float mx = -CUDART_INF_F;
         std::uint32_t a[2][4][4];
         float d[2][4][4];
@@ -479,7 +480,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
             mx = fmaxf(mx, fmaxf(acc0, acc1));
         };
 #if !MSA_WG_PIPE
-        for (int mt = 0; mt < nmt; ++mt) {  // no pipeline (alt build, for comparison)
+        for (int mt = 0; mt < nmt; ++mt) {  // default: wait after every m-tile (other warpgroups fill the gap)
             decode(mt, a[0]);
             issue(a[0], d[0]);
             wgmma_wait0();
