@@ -12,12 +12,10 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 5, run F: the wgmma FP8 indexer (now the default for one query) with its m-tile pipeline, against the same
-# without the pipeline (alt build, -DMSA_WG_PIPE=0) and the mma.sync FP8 one (MSA_IDX_FP8=2). Earlier sweeps:
-# docs/cuda-notes.md sections 13-16.
-BIGS=32:131072:1,64:65536:1,8:524288:1,32:32768:1
-sw new $LAT; asw nopipe $LAT; sw mma_sync $LAT MSA_IDX_FP8=2
-sw new $BIGS; asw nopipe $BIGS; sw mma_sync $BIGS MSA_IDX_FP8=2; sw parts1 $BIGS MSA_IDX_PARTS=1; asw nopipe_parts1 $BIGS MSA_IDX_PARTS=1
+# Session 5, run H: the 8-query indexer on wgmma m64n32k16 (MSA_Q8_WGMMA=2, or 3: descriptor offsets exchanged).
+# Earlier sweeps: docs/cuda-notes.md sections 13-16.
+sw new $Q8; sw q8wg $Q8 MSA_Q8_WGMMA=2; sw q8wgx $Q8 MSA_Q8_WGMMA=3; sw q8wg_parts2 $Q8 MSA_Q8_WGMMA=2 MSA_IDX_PARTS=2
+sw q8wgx_parts2 $Q8 MSA_Q8_WGMMA=3 MSA_IDX_PARTS=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -83,6 +83,8 @@ struct IdxParams {
     bool prefetch, persistent;
     Mul mul;
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
+    bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
+    bool wg_swap;  // its descriptor offsets exchanged (test of the descriptor convention)
 };
 
 // Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
@@ -521,6 +523,121 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     }
 }
 
+// ---- The 8-query indexer (32 index rows, one pass of 4 n-tiles) on wgmma m64n32k16 (FP16, A from registers): the
+// keys are dequantised exactly to FP16 as in index_rows (e2m1 * scale * 2^-7), the 32 query rows (FP16 x 2^7) are
+// B in shared memory, K-major without swizzle: per k16 step 1 KB, core matrix (k-half kc, n-octet nc) of 8 x 16 bytes
+// at kc * 512 + nc * 128. The descriptor's two offsets: leading = along K (512), stride = along N (128); `swap`
+// exchanges them (which field means which was not documented where we looked: the decode test tries both).
+__device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr, bool swap) {
+    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
+    const std::uint64_t k_off = 512 >> 4, n_off = 128 >> 4;
+    return ((addr & 0x3FFFFu) >> 4) | ((swap ? n_off : k_off) << 16) | ((swap ? k_off : n_off) << 32);
+}
+__device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t desc,
+                                                    int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+        "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+        : "memory");
+}
+// B of the 8 k16 steps (8 KB at bq). Step t = 2 gp + j; slot k of the step belongs to thread c = (k & 7) >> 1 of the
+// A fragment, whose word 4 gp + c (channels 32 gp + 8 c ..) gives nibble 2 j + (k >> 3) + 4 (k & 1) (fp4x8's pairs).
+__device__ __forceinline__ void wg16_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
+    for (int e = tid; e < 8 * 32 * 16; e += kWarps * 32) {
+        const int t = e >> 9, n = (e >> 4) & 31, k = e & 15;
+        const int gp = t >> 1, j = t & 1, c = (k & 7) >> 1;
+        const int dim = 32 * gp + 8 * c + 2 * j + (k >> 3) + 4 * (k & 1);
+        const std::uint32_t h = n < rows ? hmul2(e4m3x2_to_h2(iq_req[n * kHeadDim + dim]), kH2x128) : 0u;
+        const int off = t * 1024 + (k >> 3) * 512 + (n >> 3) * 128 + (n & 7) * 16 + (k & 7) * 2;
+        *reinterpret_cast<__half*>(bq + off) = __ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu));
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+template <class CopyItem>
+__device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                               int R, int s, int it_begin, int it_end, int lane, int warp,
+                                               CopyItem&& copy_item) {
+    unsigned char* bq = smem + kWarps * 2 * stage;  // 8 KB
+    wg16_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
+    __syncthreads();
+    const std::uint64_t desc0 = wg16_desc(bq, p.wg_swap);
+    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
+    int off[4];
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
+    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
+    int it = it_begin + warp;
+    for (int i = 0; i < n_iter; ++i, it += kWarps) {
+        const bool live = it < it_end;
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        float mx[4][2];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
+        for (int mt = 0; mt < nmt; ++mt) {
+            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
+            std::uint32_t s0[4] = {0u, 0u, 0u, 0u}, s1[4] = {0u, 0u, 0u, 0u};
+            if (live) {
+                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128, c, s0);
+                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128 + 64, c, s1);
+            }
+            std::uint32_t a[8][4];
+#pragma unroll
+            for (int gp = 0; gp < 4; ++gp) {
+                std::uint32_t k0[4], k1[4];
+                fp4::decode(live ? lds32(d0 + off[gp]) : 0u, k0);
+                fp4::decode(live ? lds32(d0 + 512 + off[gp]) : 0u, k1);
+                a[2 * gp][0] = hmul2(k0[0], s0[gp]); a[2 * gp][1] = hmul2(k1[0], s1[gp]);
+                a[2 * gp][2] = hmul2(k0[1], s0[gp]); a[2 * gp][3] = hmul2(k1[1], s1[gp]);
+                a[2 * gp + 1][0] = hmul2(k0[2], s0[gp]); a[2 * gp + 1][1] = hmul2(k1[2], s1[gp]);
+                a[2 * gp + 1][2] = hmul2(k0[3], s0[gp]); a[2 * gp + 1][3] = hmul2(k1[3], s1[gp]);
+            }
+            float d[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) d[e] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int t = 0; t < 8; ++t)
+                wgmma_f16_m64n32k16(d, a[t], desc0 + static_cast<std::uint64_t>(t * 1024 >> 4), t > 0);
+            wgmma_commit();
+            wgmma_wait0();
+#pragma unroll
+            for (int e = 0; e < 16; ++e) asm volatile("" : "+f"(d[e])::"memory");
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {  // d[4 nt ..]: (row g, col 8 nt + 2c, +1), (row g + 8, same cols)
+                mx[nt][0] = fmaxf(mx[nt][0], fmaxf(d[4 * nt], d[4 * nt + 2]));
+                mx[nt][1] = fmaxf(mx[nt][1], fmaxf(d[4 * nt + 1], d[4 * nt + 3]));
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+        if (live && lane < 4) {
+            const int b = it / p.parts, part = it - b * p.parts;
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = nt * 8 + 2 * lane + e;
+                    if (row < p.rows)
+                        p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts + part] =
+                            mx[nt][e];
+                }
+        }
+        __syncwarp();
+    }
+}
+
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
@@ -555,6 +672,8 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
                 run_wg_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
             else
                 run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
+        } else if (NT == 4 && p.wg16 && p.nt_total <= 4) {
+            run_wg16_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
         } else {
             // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
             const int passes = (p.nt_total + NT - 1) / NT;
@@ -1132,6 +1251,10 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // On wgmma by default (run E of session 5: 7% faster than the FP8 mma.sync at 32 x 128K, never slower), with one
     // CTA per work unit (the persistent grid keeps the mma.sync version).
     p.idx_wgmma = p.idx_fp8 && (opt.idx_fp8 == 0 || opt.idx_fp8 == 3) && opt.idx_persistent != 2;
+    // 8-query steps (4 n-tiles in one pass) on wgmma when asked (idx_q8_wgmma = 2, or 3 with the descriptor offsets
+    // exchanged), one CTA per work unit.
+    p.idx_wg16 = (opt.idx_q8_wgmma == 2 || opt.idx_q8_wgmma == 3) && opt.indexer == MsaImpl::kMma &&
+                 p.idx_nt_pass == 4 && p.idx_ntiles >= 3 && p.idx_ntiles <= 4 && opt.idx_persistent != 2;
     p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
                             : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));
@@ -1257,7 +1380,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
-                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma};
+                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
+                           p.idx_wg16, p.opt.idx_q8_wgmma == 3};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);

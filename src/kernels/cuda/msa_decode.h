@@ -80,6 +80,9 @@ struct MsaDecodeOptions {
     // (then mma.sync); 1 = off (FP16 MMA of exactly dequantised keys); 2 = FP8 on mma.sync (which sm_90 runs as FP16
     // MMAs); 3 = FP8 on wgmma.
     int idx_fp8 = 0;
+    // 8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off (mma.sync),
+    // 2 = on, 3 = on with the descriptor's two offsets exchanged (a test of the layout convention).
+    int idx_q8_wgmma = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -94,6 +97,7 @@ struct MsaDecodePlan {
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
     bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
     bool idx_wgmma = false;  // ... on wgmma
+    bool idx_wg16 = false;   // 8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma)
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
