@@ -150,7 +150,6 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     single.idx_fp8 = 2;      // the FP8 indexer on mma.sync where it applies (one query per request; auto: wgmma)
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 2;  // 6-8 queries: the indexer on wgmma m64n32k16
-    MsaDecodeOptions wg16x; wg16x.idx_q8_wgmma = 3;  // the same with the descriptor offsets exchanged
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
@@ -158,7 +157,7 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
     const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma", wg16}, {"mma q8 wgmma desc swapped", wg16x}};
+                                {"simt", simt}, {"mma q8 wgmma", wg16}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {

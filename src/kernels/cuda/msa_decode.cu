@@ -84,7 +84,6 @@ struct IdxParams {
     Mul mul;
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
-    bool wg_swap;  // its descriptor offsets exchanged (test of the descriptor convention)
 };
 
 // Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
@@ -526,12 +525,11 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
 // ---- The 8-query indexer (32 index rows, one pass of 4 n-tiles) on wgmma m64n32k16 (FP16, A from registers): the
 // keys are dequantised exactly to FP16 as in index_rows (e2m1 * scale * 2^-7), the 32 query rows (FP16 x 2^7) are
 // B in shared memory, K-major without swizzle: per k16 step 1 KB, core matrix (k-half kc, n-octet nc) of 8 x 16 bytes
-// at kc * 512 + nc * 128. The descriptor's two offsets: leading = along K (512), stride = along N (128); `swap`
-// exchanges them (which field means which was not documented where we looked: the decode test tries both).
-__device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr, bool swap) {
+// at kc * 512 + nc * 128. Descriptor offsets: leading = along K (512), stride = along N (128) (run H of session 5:
+// the exchanged assignment faults with an illegal address).
+__device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr) {
     const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
-    const std::uint64_t k_off = 512 >> 4, n_off = 128 >> 4;
-    return ((addr & 0x3FFFFu) >> 4) | ((swap ? n_off : k_off) << 16) | ((swap ? k_off : n_off) << 32);
+    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{512 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
 }
 __device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t desc,
                                                     int accumulate) {
@@ -564,7 +562,7 @@ __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char
     unsigned char* bq = smem + kWarps * 2 * stage;  // 8 KB
     wg16_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
     __syncthreads();
-    const std::uint64_t desc0 = wg16_desc(bq, p.wg_swap);
+    const std::uint64_t desc0 = wg16_desc(bq);
     const int r = lane >> 2, c = lane & 3, nmt = R / 16;
     int off[4];
 #pragma unroll
@@ -1251,9 +1249,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // On wgmma by default (run E of session 5: 7% faster than the FP8 mma.sync at 32 x 128K, never slower), with one
     // CTA per work unit (the persistent grid keeps the mma.sync version).
     p.idx_wgmma = p.idx_fp8 && (opt.idx_fp8 == 0 || opt.idx_fp8 == 3) && opt.idx_persistent != 2;
-    // 8-query steps (4 n-tiles in one pass) on wgmma when asked (idx_q8_wgmma = 2, or 3 with the descriptor offsets
-    // exchanged), one CTA per work unit.
-    p.idx_wg16 = (opt.idx_q8_wgmma == 2 || opt.idx_q8_wgmma == 3) && opt.indexer == MsaImpl::kMma &&
+    // 6-8-query steps (3-4 n-tiles in one pass) on wgmma when asked (idx_q8_wgmma = 2), one CTA per work unit. Off by
+    // default: run H measured it no faster than mma.sync (32 x 128K with 8 queries 451.0 vs 454.0 us).
+    p.idx_wg16 = opt.idx_q8_wgmma == 2 && opt.indexer == MsaImpl::kMma &&
                  p.idx_nt_pass == 4 && p.idx_ntiles >= 3 && p.idx_ntiles <= 4 && opt.idx_persistent != 2;
     p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
@@ -1381,7 +1379,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16, p.opt.idx_q8_wgmma == 3};
+                           p.idx_wg16};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);

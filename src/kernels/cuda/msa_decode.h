@@ -80,8 +80,8 @@ struct MsaDecodeOptions {
     // (then mma.sync); 1 = off (FP16 MMA of exactly dequantised keys); 2 = FP8 on mma.sync (which sm_90 runs as FP16
     // MMAs); 3 = FP8 on wgmma.
     int idx_fp8 = 0;
-    // 8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off (mma.sync),
-    // 2 = on, 3 = on with the descriptor's two offsets exchanged (a test of the layout convention).
+    // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
+    // (mma.sync), 2 = on (measured no faster in run H of session 5).
     int idx_q8_wgmma = 0;
 };
 
