@@ -180,6 +180,21 @@ __device__ __forceinline__ std::uint32_t e2m1_odd_as_e4m3(std::uint32_t x) {
     return (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
 }
 constexpr int kFp8TabStride = 12;  // floats per row of the scale table (48 B: conflict-free 16-byte loads)
+// The 8 group scales of key row `row` from the scale table.
+__device__ __forceinline__ void load_row_scales(const float* tab, int row, float (&sc)[8]) {
+    const float4* t = reinterpret_cast<const float4*>(tab + row * kFp8TabStride);
+    const float4 a = t[0], b = t[1];
+    sc[0] = a.x; sc[1] = a.y; sc[2] = a.z; sc[3] = a.w;
+    sc[4] = b.x; sc[5] = b.y; sc[6] = b.z; sc[7] = b.w;
+}
+// acc0/acc1 (key rows g, g + 8) += the two groups' dot products d of k32 step j, each times its key scale.
+__device__ __forceinline__ void add_scaled_groups(const float (&s0)[8], const float (&s1)[8], int j, const float (&d)[4],
+                                                  float& acc0, float& acc1) {
+    acc0 = fmaf(s0[2 * j], d[0], acc0);
+    acc0 = fmaf(s0[2 * j + 1], d[1], acc0);
+    acc1 = fmaf(s1[2 * j], d[2], acc1);
+    acc1 = fmaf(s1[2 * j + 1], d[3], acc1);
+}
 // The warp's key-scale table for an image of R rows: tab[row][group] = scale * 2^-56 as FP32 (E4M3 bits moved into
 // a float: scale * 2^-120, then times 2^64; exact, subnormal scales included).
 __device__ __forceinline__ void fp8_scale_table(const unsigned char* img, int R, float* tab, int lane) {
@@ -223,11 +238,9 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
 #pragma unroll 2
     for (int mt = 0; mt < nmt; ++mt) {
         const unsigned char* d0 = data + mt * 1024;
-        const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
-        const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
-        const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
-        const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
-        const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+        float s0[8], s1[8];
+        load_row_scales(tab, mt * 16 + r, s0);
+        load_row_scales(tab, mt * 16 + r + 8, s1);
         float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -236,10 +249,7 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
                                         e2m1_odd_as_e4m3(x1)};
             float d[4];
             mma_e4m3_16832(d, a, bq[j][0], bq[j][1]);
-            acc0 = fmaf(s0[2 * j], d[0], acc0);
-            acc0 = fmaf(s0[2 * j + 1], d[1], acc0);
-            acc1 = fmaf(s1[2 * j], d[2], acc1);
-            acc1 = fmaf(s1[2 * j + 1], d[3], acc1);
+            add_scaled_groups(s0, s1, j, d, acc0, acc1);
         }
         mx = fmaxf(mx, fmaxf(acc0, acc1));
     }
@@ -375,13 +385,9 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
 // (A from registers, same per-warp fragment as mma.sync m16n8k32); B = the query columns in shared memory (1 KB,
 // K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
 // m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
-#ifndef MSA_WG_PIPE
-#define MSA_WG_PIPE 0  // 1: the wgmma indexer's m-tile pipeline (run F: 2-3% slower than waiting after every m-tile)
-#endif
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
-[[maybe_unused]] __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 // Keeps the compiler from moving uses of accumulator registers across a wgmma wait (they are written asynchronously).
 __device__ __forceinline__ void wgmma_fence_operands(float (&d)[4][4]) {
 #pragma unroll
@@ -416,6 +422,28 @@ __device__ __forceinline__ void wg_query_columns(const std::uint8_t* iq_req, int
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes -> wgmma reads
 }
+// The warpgroup's item loop: every warp runs the same number of iterations (wgmma is a warpgroup instruction; a warp
+// past its last item gets live = false and feeds zeros), each warp double-buffering its own items through cp.async.
+// body(image, live, item).
+template <class CopyItem, class Body>
+__device__ __forceinline__ void warpgroup_item_loop(int it_begin, int it_end, int warp, unsigned char* wbuf, int stage,
+                                                    CopyItem&& copy_item, Body&& body) {
+    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;
+    int it = it_begin + warp;
+    for (int i = 0; i < n_iter; ++i, it += kWarps) {
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        body(static_cast<const unsigned char*>(wbuf + (i & 1) * stage), it < it_end, it);
+        __syncwarp();  // the image (and the scale table) are reused by the warp's next items
+    }
+}
+// Per-lane offsets of the four 16-byte chunks of its key rows in a swizzled image (see swizzled_chunk).
+__device__ __forceinline__ void chunk_offsets(int r, int (&off)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+}
 template <class CopyItem>
 __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
                                              int R, int s, int it_begin, int it_end, int lane, int warp,
@@ -427,25 +455,16 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     const std::uint64_t desc0 = wg_desc(bq);
     const int r = lane >> 2, c = lane & 3, nmt = R / 16;
     int off[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
-    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
-    int it = it_begin + warp;
-    for (int i = 0; i < n_iter; ++i, it += kWarps) {
-        const bool live = it < it_end;
-        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncwarp();
-        const unsigned char* img = wbuf + (i & 1) * stage;
+    chunk_offsets(r, off);
+    warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
         if (live) fp8_scale_table(img, R, tab, lane);
         __syncwarp();
-        // By default each m-tile's 4 wgmmas are waited for before the next m-tile is decoded; with MSA_WG_PIPE=1 the
-        // wgmmas of m-tile t run while this warp decodes m-tile t + 1 into the other A buffer (wait_group 1 leaves only
-        // t + 1's group in flight): measured 2-3% slower in run F, with 4 warpgroups per SM already overlapping.
+        // Each m-tile's 4 wgmmas are waited for before the next m-tile is decoded: the other warpgroups of the SM fill
+        // the gap. (A software pipeline that decoded m-tile t + 1 while t's wgmmas ran was 2-3% slower in run F of
+        // session 5, docs/cuda-notes.md section 16.)
         float mx = -CUDART_INF_F;
-        std::uint32_t a[2][4][4];
-        float d[2][4][4];
+        std::uint32_t a[4][4];
+        float d[4][4];
         auto decode = [&](int mt, std::uint32_t (&aa)[4][4]) {
             const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
 #pragma unroll
@@ -465,61 +484,28 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
             wgmma_commit();
         };
         auto scale_max = [&](int mt, const float (&dd)[4][4]) {
-            const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
-            const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
-            const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
-            const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
-            const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+            float s0[8], s1[8];
+            load_row_scales(tab, mt * 16 + r, s0);
+            load_row_scales(tab, mt * 16 + r + 8, s1);
             float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                acc0 = fmaf(s0[2 * j], dd[j][0], acc0);
-                acc0 = fmaf(s0[2 * j + 1], dd[j][1], acc0);
-                acc1 = fmaf(s1[2 * j], dd[j][2], acc1);
-                acc1 = fmaf(s1[2 * j + 1], dd[j][3], acc1);
-            }
+            for (int j = 0; j < 4; ++j) add_scaled_groups(s0, s1, j, dd[j], acc0, acc1);
             mx = fmaxf(mx, fmaxf(acc0, acc1));
         };
-#if !MSA_WG_PIPE
-        for (int mt = 0; mt < nmt; ++mt) {  // default: wait after every m-tile (other warpgroups fill the gap)
-            decode(mt, a[0]);
-            issue(a[0], d[0]);
+        for (int mt = 0; mt < nmt; ++mt) {
+            decode(mt, a);
+            issue(a, d);
             wgmma_wait0();
-            wgmma_fence_operands(d[0]);
-            if (live) scale_max(mt, d[0]);
+            wgmma_fence_operands(d);
+            if (live) scale_max(mt, d);
         }
-#else
-        decode(0, a[0]);
-        issue(a[0], d[0]);
-        for (int mt = 0; mt < nmt; mt += 2) {  // nmt is even (2, 4 or 8): buffers 0 and 1 alternate with constant indices
-            if (mt + 1 < nmt) {
-                decode(mt + 1, a[1]);
-                issue(a[1], d[1]);
-                wgmma_wait1();
-            } else {
-                wgmma_wait0();
-            }
-            wgmma_fence_operands(d[0]);
-            if (live) scale_max(mt, d[0]);
-            if (mt + 2 < nmt) {
-                decode(mt + 2, a[0]);
-                issue(a[0], d[0]);
-                wgmma_wait1();
-            } else {
-                wgmma_wait0();
-            }
-            wgmma_fence_operands(d[1]);
-            if (mt + 1 < nmt && live) scale_max(mt + 1, d[1]);
-        }
-#endif
 #pragma unroll
         for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         if (live && lane < p.rows) {
             const int b = it / p.parts, part = it - b * p.parts;
             p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx * 0x1p62f;
         }
-        __syncwarp();
-    }
+    });
 }
 
 // ---- The 8-query indexer (32 index rows, one pass of 4 n-tiles) on wgmma m64n32k16 (FP16, A from registers): the
@@ -565,17 +551,8 @@ __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char
     const std::uint64_t desc0 = wg16_desc(bq);
     const int r = lane >> 2, c = lane & 3, nmt = R / 16;
     int off[4];
-#pragma unroll
-    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
-    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
-    int it = it_begin + warp;
-    for (int i = 0; i < n_iter; ++i, it += kWarps) {
-        const bool live = it < it_end;
-        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncwarp();
-        const unsigned char* img = wbuf + (i & 1) * stage;
+    chunk_offsets(r, off);
+    warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
         float mx[4][2];
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
@@ -632,8 +609,7 @@ __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char
                             mx[nt][e];
                 }
         }
-        __syncwarp();
-    }
+    });
 }
 
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
