@@ -1,5 +1,6 @@
 // AVX2 decoding of NVFP4 KV rows: 16 bytes -> 32 values per step (the nibbles through a pshufb table of the doubled
-// E2M1 integers, then each 16-value block converted and multiplied by half its scale: e2m1 * scale exactly).
+// E2M1 integers, interleaved back into element order, then each 16-value block converted and multiplied by half its
+// scale: e2m1 * scale exactly).
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/vec_math_avx2.h"
@@ -23,6 +24,18 @@ PageRows page_rows(const PagedRows& rows, std::int32_t page) {
     return {rows.row_data(page, 0), rows.row_scales(page, 0), rows.dim};
 }
 
+// Code bytes -> the doubled E2M1 integers of their low nibbles (even values) and high nibbles (odd values).
+struct NibbleInts {
+    __m128i even, odd;
+};
+
+inline NibbleInts doubled_e2m1_nibbles(__m128i bytes) {
+    const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    return {_mm_shuffle_epi8(table, _mm_and_si128(bytes, low4)),
+            _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4))};
+}
+
 // Two blocks' codes (16 bytes = 32 values in element order: the low nibble of byte i is value 2i) -> the doubled
 // E2M1 integers as int8, values 0-15 in `lo`, 16-31 in `hi`.
 struct Ints32 {
@@ -30,22 +43,14 @@ struct Ints32 {
 };
 
 inline Ints32 doubled_e2m1_x32(const std::uint8_t* codes) {
-    const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
-    const __m128i lo = _mm_and_si128(b, low4);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
-    return {_mm_shuffle_epi8(table, _mm_unpacklo_epi8(lo, hi)), _mm_shuffle_epi8(table, _mm_unpackhi_epi8(lo, hi))};
+    const NibbleInts n = doubled_e2m1_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+    return {_mm_unpacklo_epi8(n.even, n.odd), _mm_unpackhi_epi8(n.even, n.odd)};
 }
 
 // One block's codes (8 bytes) -> its 16 doubled integers (rows whose dim is an odd number of blocks).
 inline __m128i doubled_e2m1_x16(const std::uint8_t* codes) {
-    const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes));
-    const __m128i lo = _mm_and_si128(b, low4);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
-    return _mm_shuffle_epi8(table, _mm_unpacklo_epi8(lo, hi));
+    const NibbleInts n = doubled_e2m1_nibbles(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+    return _mm_unpacklo_epi8(n.even, n.odd);
 }
 
 // One block's 16 integers -> its values v0 (0-7), v1 (8-15): integer * half the scale, exact (at most 4 + 3
