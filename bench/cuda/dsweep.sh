@@ -12,13 +12,10 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-sw new $LAT; sw grid_wait $LAT MSA_READY=1; sw idx_no_pdl $LAT MSA_IDX_PDL=1; sw warps8 $LAT MSA_ATTN_WARPS=8
-sw warp_pipe $LAT MSA_WARP_PIPE=2; sw ws_merge $LAT MSA_CLUSTER=1; sw no_pdl $LAT MSA_NO_PDL=1
-sw v4like $LAT MSA_CLUSTER=1 MSA_IDX_PERSIST=1 MSA_READY=1 MSA_IDX_PDL=1; sw parts2 $LAT MSA_IDX_PARTS=2
-sw splits8 $LAT MSA_SPLITS=8; sw splits8_w8 $LAT MSA_SPLITS=8 MSA_ATTN_WARPS=8; asw min5 $LAT
-sw new $BIG; sw grid_wait $BIG MSA_READY=1; sw warp_pipe $BIG MSA_WARP_PIPE=2; asw min5 $BIG
-sw cluster $BIG MSA_CLUSTER=2; sw grid $BIG MSA_IDX_PERSIST=1
-sw new $Q8; sw grid_wait $Q8 MSA_READY=1; sw warp_pipe $Q8 MSA_WARP_PIPE=2; sw parts2 $Q8 MSA_IDX_PARTS=2
+# Session 5, run H: the 8-query indexer on wgmma m64n32k16 (MSA_Q8_WGMMA=2, or 3: descriptor offsets exchanged).
+# Earlier sweeps: docs/cuda-notes.md sections 13-16.
+sw new $Q8; sw q8wg $Q8 MSA_Q8_WGMMA=2; sw q8wgx $Q8 MSA_Q8_WGMMA=3; sw q8wg_parts2 $Q8 MSA_Q8_WGMMA=2 MSA_IDX_PARTS=2
+sw q8wgx_parts2 $Q8 MSA_Q8_WGMMA=3 MSA_IDX_PARTS=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

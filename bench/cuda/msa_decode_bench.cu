@@ -47,6 +47,9 @@ static MsaDecodeOptions env_options() {
     o.attn_warp_pipe = num("MSA_WARP_PIPE");
     o.idx_pdl = num("MSA_IDX_PDL");
     o.attn_warps = num("MSA_ATTN_WARPS");
+    o.idx_nt_pass = num("MSA_IDX_NT");
+    o.idx_fp8 = num("MSA_IDX_FP8");
+    o.idx_q8_wgmma = num("MSA_Q8_WGMMA");
     return o;
 }
 static int g_warm = 5, g_reps = 20;

@@ -12,7 +12,7 @@
 #   dsweep     decode plan options (bench/cuda/dsweep.sh: MSA_* switches of msa_decode_bench) on the latency, large
 #              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
-#   sass|ncu   SASS statistics / Nsight Compute of decode;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
+#   sass|ncu   SASS statistics / Nsight Compute of decode;  ncusrc  full set + per-SASS-line stalls, 8 queries;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
 # budget TOTAL_T (default 500 s) caps them; a failing step does not stop the others. At the end everything is packed
 # into $OUT/results.tgz and the summary tables are printed (and kept as $OUT/summary.md).
@@ -79,7 +79,16 @@ for step in ${STEPS//,/ }; do
         timeout $(lim 300) "$BIN/msa_decode_bench_alt" full > "$R/bench_alt.json" 2>> "$R/bench.err"
         echo "bench_alt rc=$?" >> "$R/bench.err"; fi;;
     sass)
-      /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$R/sass.txt" 2>&1;;
+      /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench" | python3 bench/cuda/sass_stats.py --stats-only > "$R/sass.txt" 2>&1
+      [ -x "$BIN/msa_decode_bench_alt" ] && /usr/local/cuda/bin/cuobjdump -sass "$BIN/msa_decode_bench_alt" |
+        python3 bench/cuda/sass_stats.py --stats-only > "$R/sass_alt.txt" 2>&1;;
+    ncusrc)  # full Nsight Compute set of both decode kernels (NCU_CASE="batch len q_len", default 32 x 128K with 8
+             # queries), with per-SASS-line stalls
+      timeout $(lim 200) ncu --clock-control none --set full --import-source no -k regex:"index_topk|attn_kernel" -c 2 \
+        -o "$R/q8" "$BIN/msa_decode_bench" case ${NCU_CASE:-32 131072 8} > "$R/ncusrc.log" 2>&1
+      ncu -i "$R/q8.ncu-rep" --page details > "$R/ncu_q8_details.txt" 2>&1
+      ncu -i "$R/q8.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip > "$R/ncu_q8_source.csv.gz"
+      rm -f "$R/q8.ncu-rep"; grep -E "index_topk|attn_kernel|Duration|Issued Ipc|Achieved Occ" "$R/ncu_q8_details.txt" | head -20;;
     ncu)
       for c in "1 32768 1" "32 131072 1" "32 131072 8"; do
         timeout $(lim 120) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \

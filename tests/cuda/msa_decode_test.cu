@@ -137,18 +137,28 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     std::vector<std::vector<double>> true_scores((size_t)B * q_len * nkv);
     std::vector<std::vector<int>> oracle_row((size_t)B * q_len * nkv);
     std::vector<std::vector<double>> oracle_out((size_t)B * q_len * nkv);
+    // One-query steps use the FP8 indexer by default (key scales applied after the MMA, msa.md section 5): its block
+    // scores carry the tensor core's accumulation error of FP8 products, so its picks may fall up to 2^-11 of the
+    // row's largest |score| further below the k-th score (stated tolerance); picks outside the strict 1.5-step rule
+    // are counted and printed (run C of session 5: none). The `forced` variant keeps the FP16 indexer tested.
     struct Variant { const char* name; MsaDecodeOptions opt; };
     MsaDecodeOptions forced; forced.attn_splits = 3; forced.idx_pages_per_warp = 2; forced.idx_parts = 1; forced.pdl = false;
     forced.attn_warps = 8;  // 8-warp attention CTAs (with the cluster merge where the plan picks it)
+    forced.idx_fp8 = 1;     // the FP16 indexer (exactly dequantised keys) for one-query steps too
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2; single.attn_warp_pipe = 2;
+    single.idx_nt_pass = 1;  // one index n-tile per pass (several passes over each decoded page when q_len > 2)
+    single.idx_fp8 = 2;      // the FP8 indexer on mma.sync where it applies (one query per request; auto: wgmma)
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
+    MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 2;  // 6-8 queries: the indexer on wgmma m64n32k16
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
+    clus.idx_fp8 = 2;  // the FP8 indexer in the persistent grid, with the automatic page parts
     clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps", forced}, {"mma splits=1 parts=2 warp pipe", single},
-                                {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7", clus},
-                                {"simt", simt}};
+    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
+                                {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
+                                {"simt", simt}, {"mma q8 wgmma", wg16}};
+    int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {
     const int vfails0 = g_fail;
@@ -212,7 +222,18 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
                     if (b < 0 || b >= local) continue;
                     EXPECT(std::find(seen.begin(), seen.end(), b) == seen.end(), "duplicate block");
                     seen.push_back(b);
-                    EXPECT(S[b] >= kth - 1.5 * step - 1e-6 * std::fabs(kth), "%s: pick %d score %g below k-th %g (step %g)", var.name, b, S[b], kth, step);
+                    const bool fp8_row = q_len == 1 && plan.idx_fp8;
+                    double slack = 1e-6 * std::fabs(kth);
+                    if (fp8_row) {
+                        double amax = 0;
+                        for (double x : S) amax = std::max(amax, std::fabs(x));
+                        slack = std::ldexp(amax, -11);
+                        if (S[b] < kth - 1.5 * step) {
+                            ++fp8_strict_misses;
+                            fp8_worst_steps = std::max(fp8_worst_steps, (kth - S[b]) / step);
+                        }
+                    }
+                    EXPECT(S[b] >= kth - 1.5 * step - slack, "%s: pick %d score %g below k-th %g (step %g)", var.name, b, S[b], kth, step);
                 }
             }
             // attention oracle over the selected blocks (double, exact softmax), cached per row content
@@ -261,6 +282,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
                 plan.idx_persistent ? plan.idx_grid : plan.idx_chunks * (int)lens.size(), plan.idx_persistent ? "p" : "",
                 plan.idx_items_per_cta,
                 plan.idx_parts, max_err, g_fail == vfails0 ? "PASS" : "FAIL");
+    if (plan.idx_fp8)
+        std::printf("  fp8 indexer: %d picks outside the strict 1.5-step rule (worst %.2f steps below the k-th score)\n",
+                    fp8_strict_misses, fp8_worst_steps);
     CK(cudaFree(ws));
     }
     std::printf("  case %s\n", g_fail == fails0 ? "PASS" : "FAIL");

@@ -82,6 +82,8 @@ struct IdxParams {
     int max_blocks, q_len, nkv, rows, topk, nt_total, items_per_cta, parts, chunks, batch;
     bool prefetch, persistent;
     Mul mul;
+    bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
+    bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
 };
 
 // Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
@@ -154,6 +156,96 @@ __device__ __forceinline__ void index_rows(const unsigned char* img, const uint2
         for (int e = 0; e < 2; ++e)
 #pragma unroll
             for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+}
+
+// ---- FP8 variant of the one-query indexer (msa.md section 5: "applies the key scales after the MMA") ----
+// mma.sync m16n8k32 with E4M3 operands: A = raw E2M1 codes re-encoded as E4M3 (exactly e2m1 * 2^-6: a bit move, no
+// table), B = the E4M3 index queries as stored. The 8 N columns are (head h, half) pairs, col 2h + half: half 0
+// holds the query's channels of the even NVFP4 group of each k32 step, half 1 those of the odd group, zeros
+// elsewhere, so the two columns of a head return the two groups' dot products separately and each is multiplied by
+// its own key scale in FP32 (FFMA). Products are exact; the sums of 16 products are the tensor core's FP32
+// accumulation. Lane (g, c) of a warp scores keys g and g + 8 of each m-tile for head c.
+__device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                               std::uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%10,%10,%10};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
+}
+// E2M1 nibbles of x as E4M3 bytes (value e2m1 * 2^-6): the low nibble of each byte (even channels), the high one.
+__device__ __forceinline__ std::uint32_t e2m1_even_as_e4m3(std::uint32_t x) {
+    return ((x << 4) & 0x80808080u) | ((x << 2) & 0x1C1C1C1Cu);
+}
+__device__ __forceinline__ std::uint32_t e2m1_odd_as_e4m3(std::uint32_t x) {
+    return (x & 0x80808080u) | ((x >> 2) & 0x1C1C1C1Cu);
+}
+constexpr int kFp8TabStride = 12;  // floats per row of the scale table (48 B: conflict-free 16-byte loads)
+// The warp's key-scale table for an image of R rows: tab[row][group] = scale * 2^-56 as FP32 (E4M3 bits moved into
+// a float: scale * 2^-120, then times 2^64; exact, subnormal scales included).
+__device__ __forceinline__ void fp8_scale_table(const unsigned char* img, int R, float* tab, int lane) {
+    for (int row = lane; row < R; row += 32) {
+        const uint2 w = lds64(img + R * 64 + row * 8);
+        float f[8];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const std::uint32_t lo = k < 3 ? (w.x << (20 - 8 * k)) : (w.x >> 4);
+            const std::uint32_t hi = k < 3 ? (w.y << (20 - 8 * k)) : (w.y >> 4);
+            f[k] = __uint_as_float(lo & 0x07F00000u) * 0x1p64f;
+            f[4 + k] = __uint_as_float(hi & 0x07F00000u) * 0x1p64f;
+        }
+        float4* t = reinterpret_cast<float4*>(tab + row * kFp8TabStride);
+        t[0] = make_float4(f[0], f[1], f[2], f[3]);
+        t[1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
+}
+// This lane's B fragments: bq[j] for k32 step j (channels 32j..32j+31 = groups 2j, 2j+1).
+__device__ __forceinline__ void fp8_query_frags(const std::uint8_t* iq_req, int rows, int lane,
+                                                std::uint32_t (&bq)[4][2]) {
+    const int g = lane >> 2, c = lane & 3, head = g >> 1, half = g & 1;
+    const bool live = half == (c >> 1) && head < rows;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        uint2 u = make_uint2(0u, 0u);
+        if (live) u = *reinterpret_cast<const uint2*>(iq_req + head * kHeadDim + 32 * j + 8 * c);
+        bq[j][0] = prmt(u.x, u.y, 0x6420u);  // channels 32j + 8c + {0, 2, 4, 6}
+        bq[j][1] = prmt(u.x, u.y, 0x7531u);  // {1, 3, 5, 7}
+    }
+}
+// Block maxima (head c = lane & 3, times 2^-62) over the nmt m-tiles of an image, FP8 path.
+__device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const float* tab,
+                                                const std::uint32_t (&bq)[4][2], int lane, int nmt) {
+    const int r = lane >> 2, c = lane & 3;
+    const unsigned char* data = img + r * 64 + 4 * c;
+    int off[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+    float mx = -CUDART_INF_F;
+#pragma unroll 2
+    for (int mt = 0; mt < nmt; ++mt) {
+        const unsigned char* d0 = data + mt * 1024;
+        const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
+        const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
+        const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
+        const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
+        const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+        float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const std::uint32_t x0 = lds32(d0 + off[j]), x1 = lds32(d0 + 512 + off[j]);
+            const std::uint32_t a[4] = {e2m1_even_as_e4m3(x0), e2m1_even_as_e4m3(x1), e2m1_odd_as_e4m3(x0),
+                                        e2m1_odd_as_e4m3(x1)};
+            float d[4];
+            mma_e4m3_16832(d, a, bq[j][0], bq[j][1]);
+            acc0 = fmaf(s0[2 * j], d[0], acc0);
+            acc0 = fmaf(s0[2 * j + 1], d[1], acc0);
+            acc1 = fmaf(s1[2 * j], d[2], acc1);
+            acc1 = fmaf(s1[2 * j + 1], d[3], acc1);
+        }
+        mx = fmaxf(mx, fmaxf(acc0, acc1));
+    }
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    return mx;
 }
 
 // Score of history block i: the maximum over the page parts that different warps scored.
@@ -252,12 +344,304 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
 }
 
+// The item loop of the FP8 indexer (one query per request, <= 4 index heads): like index_unit's, plus the per-item
+// key-scale table (after the warp's scale table of the first R rows' image; R x 48 bytes per warp).
+template <class CopyItem>
+__device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                              int R, int s, int it, int it_end, int lane, int warp,
+                                              CopyItem&& copy_item) {
+    std::uint32_t bq[4][2];
+    fp8_query_frags(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, lane, bq);
+    float* tab = reinterpret_cast<float*>(smem + kWarps * 2 * stage) + warp * R * kFp8TabStride;
+    for (int i = 0; it < it_end; ++i, it += kWarps) {
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        fp8_scale_table(img, R, tab, lane);
+        __syncwarp();
+        const float mx = index_rows_fp8(img, tab, bq, lane, R / 16) * 0x1p62f;  // undo 2^-6 (codes) * 2^-56 (scales)
+        const int b = it / p.parts, part = it - b * p.parts;
+        if (lane < p.rows)  // lane c holds head c, and with one query row = head
+            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx;
+        __syncwarp();  // the table and this image are reused by the next items
+    }
+}
+
+// ---- The same FP8 one-query indexer on wgmma (sm_90a), the only FP8 tensor path of Hopper: ptxas lowers the FP8
+// mma.sync above to FP16 conversions and FP16 MMAs (docs/cuda-notes.md section 16). One warpgroup = the CTA's 4 warps;
+// each warp still streams its own items, and warp w's 16 rows of an m-tile are rows 16w..16w+15 of the M = 64 wgmma
+// (A from registers, same per-warp fragment as mma.sync m16n8k32); B = the query columns in shared memory (1 KB,
+// K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
+// m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
+#ifndef MSA_WG_PIPE
+#define MSA_WG_PIPE 0  // 1: the wgmma indexer's m-tile pipeline (run F: 2-3% slower than waiting after every m-tile)
+#endif
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+// Keeps the compiler from moving uses of accumulator registers across a wgmma wait (they are written asynchronously).
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[4][4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e])::"memory");
+}
+// D = A B (the accumulator is overwritten: scale-d = 0).
+__device__ __forceinline__ void wgmma_e4m3_m64n8k32(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0)
+        : "memory");
+}
+// Shared-memory matrix descriptor, no swizzle: start address, and 128 bytes both between the core matrices along K
+// and along N (only one along N exists for N = 8, so the two offsets cannot be confused).
+__device__ __forceinline__ std::uint64_t wg_desc(const void* smem_ptr) {
+    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
+    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{128 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
+}
+// The query columns for all four k32 steps (1 KB at bq): step j at 256 j, core matrix (k 0-15, k 16-31) at +0/+128,
+// column n at 16 n. Column n = (head n >> 1, half n & 1); slot k belongs to thread c = (k & 15) >> 2 of the A
+// fragment, i.e. to word 4j + c of a key row (group 2j + (c >> 1)), nibble 2 (k & 3) + (k >> 4).
+__device__ __forceinline__ void wg_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
+    for (int e = tid; e < 1024; e += kWarps * 32) {
+        const int j = e >> 8, core = (e >> 7) & 1, n = (e >> 4) & 7, kk = e & 15;
+        const int k = core * 16 + kk, c = kk >> 2, head = n >> 1, half = n & 1;
+        const int dim = 32 * j + 8 * c + 2 * (k & 3) + (k >> 4);
+        bq[e] = half == (c >> 1) && head < rows ? iq_req[head * kHeadDim + dim] : 0;
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes -> wgmma reads
+}
+template <class CopyItem>
+__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                             int R, int s, int it_begin, int it_end, int lane, int warp,
+                                             CopyItem&& copy_item) {
+    unsigned char* bq = smem + kWarps * 2 * stage;  // 1 KB, then the warps' scale tables
+    float* tab = reinterpret_cast<float*>(bq + 1024) + warp * R * kFp8TabStride;
+    wg_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
+    __syncthreads();
+    const std::uint64_t desc0 = wg_desc(bq);
+    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
+    int off[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
+    int it = it_begin + warp;
+    for (int i = 0; i < n_iter; ++i, it += kWarps) {
+        const bool live = it < it_end;
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        if (live) fp8_scale_table(img, R, tab, lane);
+        __syncwarp();
+        // By default each m-tile's 4 wgmmas are waited for before the next m-tile is decoded; with MSA_WG_PIPE=1 the
+        // wgmmas of m-tile t run while this warp decodes m-tile t + 1 into the other A buffer (wait_group 1 leaves only
+        // t + 1's group in flight): measured 2-3% slower in run F, with 4 warpgroups per SM already overlapping.
+        float mx = -CUDART_INF_F;
+        std::uint32_t a[2][4][4];
+        float d[2][4][4];
+        auto decode = [&](int mt, std::uint32_t (&aa)[4][4]) {
+            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const std::uint32_t x0 = live ? lds32(d0 + off[j]) : 0u, x1 = live ? lds32(d0 + 512 + off[j]) : 0u;
+                aa[j][0] = e2m1_even_as_e4m3(x0);
+                aa[j][1] = e2m1_even_as_e4m3(x1);
+                aa[j][2] = e2m1_odd_as_e4m3(x0);
+                aa[j][3] = e2m1_odd_as_e4m3(x1);
+            }
+        };
+        auto issue = [&](const std::uint32_t (&aa)[4][4], float (&dd)[4][4]) {
+            wgmma_fence_operands(dd);
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(dd[j], aa[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
+            wgmma_commit();
+        };
+        auto scale_max = [&](int mt, const float (&dd)[4][4]) {
+            const float4* t0 = reinterpret_cast<const float4*>(tab + (mt * 16 + r) * kFp8TabStride);
+            const float4* t1 = reinterpret_cast<const float4*>(tab + (mt * 16 + r + 8) * kFp8TabStride);
+            const float4 s0a = t0[0], s0b = t0[1], s1a = t1[0], s1b = t1[1];
+            const float s0[8] = {s0a.x, s0a.y, s0a.z, s0a.w, s0b.x, s0b.y, s0b.z, s0b.w};
+            const float s1[8] = {s1a.x, s1a.y, s1a.z, s1a.w, s1b.x, s1b.y, s1b.z, s1b.w};
+            float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                acc0 = fmaf(s0[2 * j], dd[j][0], acc0);
+                acc0 = fmaf(s0[2 * j + 1], dd[j][1], acc0);
+                acc1 = fmaf(s1[2 * j], dd[j][2], acc1);
+                acc1 = fmaf(s1[2 * j + 1], dd[j][3], acc1);
+            }
+            mx = fmaxf(mx, fmaxf(acc0, acc1));
+        };
+#if !MSA_WG_PIPE
+        for (int mt = 0; mt < nmt; ++mt) {  // default: wait after every m-tile (other warpgroups fill the gap)
+            decode(mt, a[0]);
+            issue(a[0], d[0]);
+            wgmma_wait0();
+            wgmma_fence_operands(d[0]);
+            if (live) scale_max(mt, d[0]);
+        }
+#else
+        decode(0, a[0]);
+        issue(a[0], d[0]);
+        for (int mt = 0; mt < nmt; mt += 2) {  // nmt is even (2, 4 or 8): buffers 0 and 1 alternate with constant indices
+            if (mt + 1 < nmt) {
+                decode(mt + 1, a[1]);
+                issue(a[1], d[1]);
+                wgmma_wait1();
+            } else {
+                wgmma_wait0();
+            }
+            wgmma_fence_operands(d[0]);
+            if (live) scale_max(mt, d[0]);
+            if (mt + 2 < nmt) {
+                decode(mt + 2, a[0]);
+                issue(a[0], d[0]);
+                wgmma_wait1();
+            } else {
+                wgmma_wait0();
+            }
+            wgmma_fence_operands(d[1]);
+            if (mt + 1 < nmt && live) scale_max(mt + 1, d[1]);
+        }
+#endif
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        if (live && lane < p.rows) {
+            const int b = it / p.parts, part = it - b * p.parts;
+            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx * 0x1p62f;
+        }
+        __syncwarp();
+    }
+}
+
+// ---- The 8-query indexer (32 index rows, one pass of 4 n-tiles) on wgmma m64n32k16 (FP16, A from registers): the
+// keys are dequantised exactly to FP16 as in index_rows (e2m1 * scale * 2^-7), the 32 query rows (FP16 x 2^7) are
+// B in shared memory, K-major without swizzle: per k16 step 1 KB, core matrix (k-half kc, n-octet nc) of 8 x 16 bytes
+// at kc * 512 + nc * 128. Descriptor offsets: leading = along K (512), stride = along N (128) (run H of session 5:
+// the exchanged assignment faults with an illegal address).
+__device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr) {
+    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
+    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{512 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
+}
+__device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t desc,
+                                                    int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+        "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+        : "memory");
+}
+// B of the 8 k16 steps (8 KB at bq). Step t = 2 gp + j; slot k of the step belongs to thread c = (k & 7) >> 1 of the
+// A fragment, whose word 4 gp + c (channels 32 gp + 8 c ..) gives nibble 2 j + (k >> 3) + 4 (k & 1) (fp4x8's pairs).
+__device__ __forceinline__ void wg16_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
+    for (int e = tid; e < 8 * 32 * 16; e += kWarps * 32) {
+        const int t = e >> 9, n = (e >> 4) & 31, k = e & 15;
+        const int gp = t >> 1, j = t & 1, c = (k & 7) >> 1;
+        const int dim = 32 * gp + 8 * c + 2 * j + (k >> 3) + 4 * (k & 1);
+        const std::uint32_t h = n < rows ? hmul2(e4m3x2_to_h2(iq_req[n * kHeadDim + dim]), kH2x128) : 0u;
+        const int off = t * 1024 + (k >> 3) * 512 + (n >> 3) * 128 + (n & 7) * 16 + (k & 7) * 2;
+        *reinterpret_cast<__half*>(bq + off) = __ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu));
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+template <class CopyItem>
+__device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
+                                               int R, int s, int it_begin, int it_end, int lane, int warp,
+                                               CopyItem&& copy_item) {
+    unsigned char* bq = smem + kWarps * 2 * stage;  // 8 KB
+    wg16_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
+    __syncthreads();
+    const std::uint64_t desc0 = wg16_desc(bq);
+    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
+    int off[4];
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
+    const int n_iter = (it_end - it_begin + kWarps - 1) / kWarps;  // the same for every warp of the warpgroup
+    int it = it_begin + warp;
+    for (int i = 0; i < n_iter; ++i, it += kWarps) {
+        const bool live = it < it_end;
+        if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const unsigned char* img = wbuf + (i & 1) * stage;
+        float mx[4][2];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
+        for (int mt = 0; mt < nmt; ++mt) {
+            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
+            std::uint32_t s0[4] = {0u, 0u, 0u, 0u}, s1[4] = {0u, 0u, 0u, 0u};
+            if (live) {
+                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128, c, s0);
+                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128 + 64, c, s1);
+            }
+            std::uint32_t a[8][4];
+#pragma unroll
+            for (int gp = 0; gp < 4; ++gp) {
+                std::uint32_t k0[4], k1[4];
+                fp4::decode(live ? lds32(d0 + off[gp]) : 0u, k0);
+                fp4::decode(live ? lds32(d0 + 512 + off[gp]) : 0u, k1);
+                a[2 * gp][0] = hmul2(k0[0], s0[gp]); a[2 * gp][1] = hmul2(k1[0], s1[gp]);
+                a[2 * gp][2] = hmul2(k0[1], s0[gp]); a[2 * gp][3] = hmul2(k1[1], s1[gp]);
+                a[2 * gp + 1][0] = hmul2(k0[2], s0[gp]); a[2 * gp + 1][1] = hmul2(k1[2], s1[gp]);
+                a[2 * gp + 1][2] = hmul2(k0[3], s0[gp]); a[2 * gp + 1][3] = hmul2(k1[3], s1[gp]);
+            }
+            float d[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) d[e] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int t = 0; t < 8; ++t)
+                wgmma_f16_m64n32k16(d, a[t], desc0 + static_cast<std::uint64_t>(t * 1024 >> 4), t > 0);
+            wgmma_commit();
+            wgmma_wait0();
+#pragma unroll
+            for (int e = 0; e < 16; ++e) asm volatile("" : "+f"(d[e])::"memory");
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {  // d[4 nt ..]: (row g, col 8 nt + 2c, +1), (row g + 8, same cols)
+                mx[nt][0] = fmaxf(mx[nt][0], fmaxf(d[4 * nt], d[4 * nt + 2]));
+                mx[nt][1] = fmaxf(mx[nt][1], fmaxf(d[4 * nt + 1], d[4 * nt + 3]));
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+        if (live && lane < 4) {
+            const int b = it / p.parts, part = it - b * p.parts;
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = nt * 8 + 2 * lane + e;
+                    if (row < p.rows)
+                        p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts + part] =
+                            mx[nt][e];
+                }
+        }
+        __syncwarp();
+    }
+}
+
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
 // the keyed top-k for all its rows and leaves the counter at zero again.
 // Work unit (request s, chunk) of the indexer: see index_topk_kernel.
-template <int NT>
+template <int NT, bool FP8>
 __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* smem, int& s_last, int s, int chunk) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
@@ -281,53 +665,62 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (it_begin < it_end) {
         if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
-        // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
-        const int passes = (p.nt_total + NT - 1) / NT;
-        const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
-        uint2 u[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
-            const int row = nt * 8 + (l >> 2);
-            u[k] = make_uint2(0u, 0u);
-            if (k < ntp && row < p.rows)
-                u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
-                                                       gp * 32 + (l & 3) * 8);
-        }
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            if (k < ntp) {
+        if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
+            if (p.wgmma)
+                run_wg_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
+            else
+                run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
+        } else if (NT == 4 && p.wg16 && p.nt_total <= 4) {
+            run_wg16_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
+        } else {
+            // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
+            const int passes = (p.nt_total + NT - 1) / NT;
+            const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
+            uint2 u[8];
+    #pragma unroll
+            for (int k = 0; k < 8; ++k) {
                 const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
-                std::uint32_t q4[4];
-                query_pairs(u[k], q4);
-                bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
-                bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
+                const int row = nt * 8 + (l >> 2);
+                u[k] = make_uint2(0u, 0u);
+                if (k < ntp && row < p.rows)
+                    u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
+                                                           gp * 32 + (l & 3) * 8);
             }
-        }
-        __syncthreads();
-        for (int i = 0; it < it_end; ++i, it += kWarps) {
-            if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
-            cp_async_commit();
-            cp_async_wait<1>();
-            __syncwarp();
-            const unsigned char* img = wbuf + (i & 1) * stage;
-            const int b = it / p.parts, part = it - b * p.parts;
-            for (int pass = 0; pass < passes; ++pass) {
-                float mx[NT][2];
-                index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
-                if (lane < 4) {
-#pragma unroll
-                    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const int row = (pass * NT + nt) * 8 + 2 * lane + e;
-                            if (row < p.rows)
-                                p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
-                                         part] = mx[nt][e];
-                        }
+    #pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                if (k < ntp) {
+                    const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
+                    std::uint32_t q4[4];
+                    query_pairs(u[k], q4);
+                    bfr[((nt * 4 + gp) * 2 + 0) * 32 + l] = make_uint2(q4[0], q4[1]);
+                    bfr[((nt * 4 + gp) * 2 + 1) * 32 + l] = make_uint2(q4[2], q4[3]);
                 }
             }
-            __syncwarp();
+            __syncthreads();
+            for (int i = 0; it < it_end; ++i, it += kWarps) {
+                if (it + kWarps < it_end) copy_item(wbuf + ((i + 1) & 1) * stage, it + kWarps);
+                cp_async_commit();
+                cp_async_wait<1>();
+                __syncwarp();
+                const unsigned char* img = wbuf + (i & 1) * stage;
+                const int b = it / p.parts, part = it - b * p.parts;
+                for (int pass = 0; pass < passes; ++pass) {
+                    float mx[NT][2];
+                    index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
+                    if (lane < 4) {
+    #pragma unroll
+                        for (int nt = 0; nt < NT; ++nt)
+    #pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int row = (pass * NT + nt) * 8 + 2 * lane + e;
+                                if (row < p.rows)
+                                    p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
+                                             part] = mx[nt][e];
+                            }
+                    }
+                }
+                __syncwarp();
+            }
         }
         cp_async_wait<0>();
     }
@@ -355,7 +748,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
 #ifndef MSA_IDX_MIN_CTAS
 #define MSA_IDX_MIN_CTAS 4
 #endif
-template <int NT>
+template <int NT, bool FP8 = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
@@ -363,7 +756,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
     // nothing is read before it has completed (a no-op without PDL).
     pdl_wait();
     if (!p.persistent) {
-        index_unit<NT>(p, smem, s_last, blockIdx.y, blockIdx.x);
+        index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
     const int total = p.chunks * p.batch;
@@ -373,7 +766,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
         __syncthreads();
         const int v = s_unit;
         if (v >= total) break;
-        index_unit<NT>(p, smem, s_last, v / p.chunks, v % p.chunks);
+        index_unit<NT, FP8>(p, smem, s_last, v / p.chunks, v % p.chunks);
     }
     pdl_trigger();
     if (threadIdx.x == 0 && atomicAdd(&p.work[1], 1u) == gridDim.x - 1) {  // every CTA has taken its last unit
@@ -515,8 +908,11 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 // (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
 // (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
+#ifndef MSA_ATTN_MIN_CTAS  // resident 4-warp attention CTAs per SM the register budget is sized for
+#define MSA_ATTN_MIN_CTAS 3
+#endif
 template <bool kCluster, int kAW>
-__global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : 3) attn_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
     __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
@@ -802,6 +1198,8 @@ std::size_t attn_smem(const MsaDecodePlan& p) {
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
+constexpr std::size_t kIdxSmemFp8Max =
+    1024 + kWarps * 2 * kPageHeadBytes + kWarps * kBlock * kFp8TabStride * sizeof(float);
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -827,6 +1225,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.rows = q_len * geo.num_kv_heads;
     p.idx_ntiles = (p.rows + 7) / 8;
     p.idx_nt_pass = p.idx_ntiles <= 1 ? 1 : p.idx_ntiles <= 2 ? 2 : 4;
+    if (opt.idx_nt_pass == 1 || opt.idx_nt_pass == 2 || opt.idx_nt_pass == 4)
+        p.idx_nt_pass = std::min(p.idx_nt_pass, opt.idx_nt_pass);
     const int sms = sm_count();
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
@@ -843,8 +1243,19 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_items_per_cta = kWarps * ipw;
     p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
     const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
-    p.idx_smem = static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
-                 static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2);
+    // FP8 indexer for one-query steps (<= 4 index heads) unless switched off: run C of session 5 measured it 0.5-4.4 us
+    // faster on every one-query case (32 x 128K 164.0 -> 159.6 us), with no pick outside the strict 1.5-step rule.
+    p.idx_fp8 = opt.idx_fp8 != 1 && opt.indexer == MsaImpl::kMma && p.rows <= 4 && p.idx_nt_pass == 1;
+    // On wgmma by default (run E of session 5: 7% faster than the FP8 mma.sync at 32 x 128K, never slower), with one
+    // CTA per work unit (the persistent grid keeps the mma.sync version).
+    p.idx_wgmma = p.idx_fp8 && (opt.idx_fp8 == 0 || opt.idx_fp8 == 3) && opt.idx_persistent != 2;
+    // 6-8-query steps (3-4 n-tiles in one pass) on wgmma when asked (idx_q8_wgmma = 2), one CTA per work unit. Off by
+    // default: run H measured it no faster than mma.sync (32 x 128K with 8 queries 451.0 vs 454.0 us).
+    p.idx_wg16 = opt.idx_q8_wgmma == 2 && opt.indexer == MsaImpl::kMma &&
+                 p.idx_nt_pass == 4 && p.idx_ntiles >= 3 && p.idx_ntiles <= 4 && opt.idx_persistent != 2;
+    p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
+                 (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
+                            : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));
     const long long units = static_cast<long long>(batch) * q_len * geo.num_kv_heads;
     // About 4 CTAs per SM; at <= 32 (query, kv head) units (the cluster-merge range) about 2 per SM: run 5 measured
     // 8 x 32K (32 units) at 36.3 us with 8 splits against 44.0 with 16; batch 1 keeps 16 splits (19.3 vs 22.4 us).
@@ -882,10 +1293,14 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(attn_kernel<false, 4>),
                                  reinterpret_cast<const void*>(attn_kernel<true, 4>),
                                  reinterpret_cast<const void*>(attn_kernel<false, 8>),
-                                 reinterpret_cast<const void*>(attn_kernel<true, 8>)};
-        for (int i = 0; i < 7; ++i) {
+                                 reinterpret_cast<const void*>(attn_kernel<true, 8>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<1, true>)};
+        for (int i = 0; i < 8; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(i < 3 ? kIdxSmemMax : i < 5 ? kAttnSmemWarp : kAttnSmem8)));
+                                               static_cast<int>(i < 3    ? kIdxSmemMax
+                                                                : i == 7 ? kIdxSmemFp8Max
+                                                                : i < 5  ? kAttnSmemWarp
+                                                                         : kAttnSmem8)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
@@ -898,7 +1313,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     }
     {  // persistent indexer: about one wave of resident CTAs
         int per_sm = 0;
-        const void* k = p.idx_nt_pass == 1   ? reinterpret_cast<const void*>(index_topk_kernel<1>)
+        const void* k = p.idx_fp8            ? reinterpret_cast<const void*>(index_topk_kernel<1, true>)
+                        : p.idx_nt_pass == 1 ? reinterpret_cast<const void*>(index_topk_kernel<1>)
                         : p.idx_nt_pass == 2 ? reinterpret_cast<const void*>(index_topk_kernel<2>)
                                              : reinterpret_cast<const void*>(index_topk_kernel<4>);
         detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kWarps * 32, p.idx_smem));
@@ -962,7 +1378,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         const IdxParams ip{a.iq, a.ik_cache, a.page_table, a.seq_lens, scores, sel_pages, a.topk_out, counters,
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
-                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul};
+                           p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
+                           p.idx_wg16};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -974,7 +1391,12 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         cfg.attrs = attr;
         cfg.numAttrs = p.opt.pdl && p.opt.idx_pdl != 1 ? 1 : 0;
         switch (p.idx_nt_pass) {
-            case 1: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip)); break;
+            case 1:
+                if (p.idx_fp8)
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1, true>, ip));
+                else
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip));
+                break;
             case 2: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<2>, ip)); break;
             default: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4>, ip)); break;
         }

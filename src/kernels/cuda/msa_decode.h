@@ -72,6 +72,17 @@ struct MsaDecodeOptions {
     // Attention CTA size: 0/4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
     // per-warp chain, for latency at small batch), used only with one split or the cluster merge.
     int attn_warps = 0;
+    // Index-query n-tiles (8 index rows each) scored per pass over a decoded page: 0 = as many as fit (1, 2 or 4),
+    // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
+    int idx_nt_pass = 0;
+    // Index scores of one-query steps (<= 4 index heads) by FP8 tensor cores: E2M1 codes as E4M3, key scales applied
+    // in FP32 after each MMA (msa.md section 5). 0 = on where it applies, on wgmma unless the indexer is persistent
+    // (then mma.sync); 1 = off (FP16 MMA of exactly dequantised keys); 2 = FP8 on mma.sync (which sm_90 runs as FP16
+    // MMAs); 3 = FP8 on wgmma.
+    int idx_fp8 = 0;
+    // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
+    // (mma.sync), 2 = on (measured no faster in run H of session 5).
+    int idx_q8_wgmma = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -84,6 +95,9 @@ struct MsaDecodePlan {
     int rows = 0;            // q_len * num_kv_heads: index rows per request
     int idx_ntiles = 0;      // ceil(rows / 8): MMA n-tiles of index queries
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
+    bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
+    bool idx_wgmma = false;  // ... on wgmma
+    bool idx_wg16 = false;   // 8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma)
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;

@@ -5,6 +5,8 @@
 #include <math_constants.h>
 #include <cstdint>
 
+#include "kernels/cuda/fp4_bits.h"
+
 namespace msa::cuda::detail {
 
 constexpr float kLog2eOverSqrtD = 0.12751743074f;  // log2(e) / sqrt(128)
@@ -33,19 +35,16 @@ struct Mul {
 };
 constexpr Mul kMul{2u, 16u, 32u, 256u, 512u, 4096u, 1u << 29};
 // Eight E2M1 nibbles n0..n7 of x -> four f16x2 P[i] = (n_i, n_{i+4}) * 2^-14, exact (the 0.5 code is an FP16
-// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27.
-// MSA_FP4_SHIFTS=1 (default) writes the shifts as constants and lets the compiler pick the pipes; 0 forces IMAD
-// through the kernel-parameter multipliers. Measured on the H200 (docs/cuda-notes.md, v3): the constant shifts are
+// subnormal): sign to bit 15/31, exponent-mantissa bits to 9-11/25-27 (fp4_bits.h, MSA_FP4_DECODE: shifts or
+// byte table). MSA_FP4_SHIFTS=1 (default) writes the operations with constants and lets the compiler pick the pipes;
+// 0 forces the shift version onto IMAD through the kernel-parameter multipliers. Measured on the H200 (docs/cuda-notes.md, v3): the constant shifts are
 // 2-5% faster on every benchmark case.
 #ifndef MSA_FP4_SHIFTS
 #define MSA_FP4_SHIFTS 1
 #endif
 __device__ __forceinline__ void fp4x8(std::uint32_t x, [[maybe_unused]] const Mul& m, std::uint32_t (&P)[4]) {
 #if MSA_FP4_SHIFTS
-    P[3] = (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
-    P[2] = ((x << 4) & 0x80008000u) | ((x << 1) & 0x0E000E00u);
-    P[1] = ((x << 8) & 0x80008000u) | ((x << 5) & 0x0E000E00u);
-    P[0] = ((x << 12) & 0x80008000u) | ((x << 9) & 0x0E000E00u);
+    fp4::decode(x, P);  // MSA_FP4_DECODE picks the way (fp4_bits.h)
 #else
     P[3] = (x & 0x80008000u) | (__umulhi(x, m.hi_x2p29) & 0x0E000E00u);
     P[2] = ((x * m.x16) & 0x80008000u) | ((x * m.x2) & 0x0E000E00u);
