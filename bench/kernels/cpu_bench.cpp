@@ -10,6 +10,8 @@
 //                            with --threads 1)
 //       [--quick]            skip the batch-256 GEMMs, batch-8 GEMVs and the 32K attention
 //       [--gemv-only | --attention-only | --no-kernels]
+//       [--no-bandwidth]     skip the bandwidth tests (fractions of bandwidth are then null; for runs under valgrind,
+//                            bench/cpu_decode_instructions.sh)
 //       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
 #include "common/bench_host.h"
 #include "core/error.h"
@@ -443,6 +445,7 @@ int run(int argc, char** argv) {
     Recorder rec;
     rec.commit = "unknown";
     bool kernels = true, random_kv = false, gemv_only = false, attention_only = false, quick = false;
+    bool bandwidths = true;
     int decode_tokens = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -460,6 +463,7 @@ int run(int argc, char** argv) {
         else if (a == "--attention-only") attention_only = true;
         else if (a == "--cpu-time") g_cpu_time = true;
         else if (a == "--quick") quick = true;
+        else if (a == "--no-bandwidth") bandwidths = false;
         else if (a == "--check") {
             std::printf("msa_cpu_bench ok\n");
             return 0;
@@ -474,18 +478,21 @@ int run(int argc, char** argv) {
     rec.date = date;
     rec.machine = machine_name();
 
-    const double triad1 = triad_gbps(1);
-    const double triad = triad_gbps(num_threads());
-    rec.add("stream_triad_1_thread", triad1, "GB/s");
-    rec.add("stream_triad", triad, "GB/s");
-    const double copy = copy_gbps(num_threads());
-    rec.add("memcpy_bandwidth", copy, "GB/s");
-    const double read = read_gbps(num_threads());
-    rec.add("read_bandwidth", read, "GB/s");
     // Decode fractions are stated against the largest of the measured bandwidths, each taken with the thread count
-    // the decode runs with.
-    const double bandwidth = std::max({triad, copy, read});
-    rec.add("reference_bandwidth", bandwidth, "GB/s");
+    // the decode runs with (none with --no-bandwidth: the fractions come out infinite, written as null).
+    double bandwidth = 0.0;
+    if (bandwidths) {
+        const double triad1 = triad_gbps(1);
+        const double triad = triad_gbps(num_threads());
+        rec.add("stream_triad_1_thread", triad1, "GB/s");
+        rec.add("stream_triad", triad, "GB/s");
+        const double copy = copy_gbps(num_threads());
+        rec.add("memcpy_bandwidth", copy, "GB/s");
+        const double read = read_gbps(num_threads());
+        rec.add("read_bandwidth", read, "GB/s");
+        bandwidth = std::max({triad, copy, read});
+        rec.add("reference_bandwidth", bandwidth, "GB/s");
+    }
     if (kernels) {
         if (!attention_only) bench_gemv(rec, bandwidth, gemv_only || quick);
         if (!gemv_only) bench_attention(rec, bandwidth, quick);

@@ -45,7 +45,8 @@ struct Scratch {
     std::vector<float> k, v;        // [128][D]
     std::vector<float> a;           // gathered queries [tile * r][D]
     std::vector<float> logits;      // [tile * r][128]
-    std::vector<float> p;           // [128]
+    std::vector<float> p;           // [r][128]
+    std::vector<float> alpha;       // [r]
     std::vector<float> acc;         // [tile * r][D]
     std::vector<float> m, l;        // [tile * r]
     std::vector<std::vector<std::int32_t>> blocks;  // per query of the tile
@@ -92,7 +93,8 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
     s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
     s.a.resize(rows * D);
     s.logits.resize(rows * kKvPageTokens);
-    s.p.resize(kKvPageTokens);
+    s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
+    s.alpha.resize(static_cast<std::size_t>(r));
     std::vector<std::size_t> cursor(static_cast<std::size_t>(nq), 0);
 
     // Q8KV4 quantises P = exp(s - max) to E4M3, so the max it is taken against matters: a pre-pass over the blocks
@@ -133,9 +135,14 @@ void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& tas
                     for (int j = 0; j < visible; ++j) s.m[st] = std::max(s.m[st], raw[j] * shape.softmax_scale);
                     continue;
                 }
-                const float alpha = online_softmax_block(s.logits.data() + (u * r + h) * kKvPageTokens, visible,
-                                                         shape.softmax_scale, s.m[st], s.l[st], s.p.data());
-                pv_accumulate(s.acc.data() + st * D, alpha, s.p.data(), s.v.data(), visible, D, q8);
+                s.alpha[static_cast<std::size_t>(h)] =
+                    online_softmax_block(s.logits.data() + (u * r + h) * kKvPageTokens, visible, shape.softmax_scale,
+                                         s.m[st], s.l[st], s.p.data() + h * kKvPageTokens);
+            }
+            // The user's r heads share the block's values: one pass over V for all of them.
+            if (pass == 1) {
+                pv_accumulate_rows(s.acc.data() + static_cast<std::size_t>(t * r) * D, s.alpha.data(), s.p.data(),
+                                   kKvPageTokens, s.v.data(), visible, D, q8, r);
             }
         }
     }

@@ -17,6 +17,15 @@ const float* e4m3_table() {
     return table.data();
 }
 
+const float* e4m3_half_table() {
+    static const std::array<float, 256> table = [] {
+        std::array<float, 256> t{};
+        for (int i = 0; i < 256; ++i) t[i] = 0.5f * e4m3_table()[i];
+        return t;
+    }();
+    return table.data();
+}
+
 float round_to_e4m3(float x) {
     if (std::isnan(x)) return x;
     const float a = std::fabs(x);

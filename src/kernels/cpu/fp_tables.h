@@ -9,6 +9,9 @@ namespace msa::cpu {
 // E4M3 code -> float for all 256 codes (0x7F/0xFF give NaN).
 const float* e4m3_table();
 inline float e4m3_value(std::uint8_t code) { return e4m3_table()[code]; }
+// Half of each E4M3 value (0.5f * e4m3_table()[code], exact): the NVFP4 kernels multiply the doubled E2M1 integers
+// (kE2m1Doubled) by it.
+const float* e4m3_half_table();
 
 // E2M1 codes times two, as exact small integers: 0,1,2,3,4,6,8,12 and their negatives (codes 8..15). Kernels work on
 // these integers and fold the factor 1/2 into the block scale.

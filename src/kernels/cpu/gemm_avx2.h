@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace msa::cpu::avx2 {
@@ -101,34 +102,46 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
     for (int i = 0; i < MR; ++i)
         for (int j = 0; j < NR; ++j) a[i][j] = _mm256_setzero_ps();
     const std::int64_t k_blocks = k_vec / Loader::kBlock * Loader::kBlock;
-    bool check_blocks = false;  // whether any block of these rows may be flagged (tile_flagged)
-    if constexpr (has_block_check<Loader>()) check_blocks = w.tile_flagged(r, k_blocks);
     std::int64_t k = 0;
-    for (; k < k_blocks; k += Loader::kBlock) {
-        if (prefetch && k % Loader::kPrefetchEvery == 0) {
-            for (int j = 0; j < NR; ++j) _mm_prefetch(w.address(n + NR + j, k), _MM_HINT_T0);
-        }
-        typename Loader::Scale sc[NR];
-        for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);
-        // The block's products, its weights decoded by `decode` (chunk, or the loader's alternative decoding for
-        // flagged blocks: identical values).
-        auto block = [&](auto decode) __attribute__((always_inline)) {
-            for (int c = 0; c < kChunks; ++c) {
-                __m256 wv[NR];
-                for (int j = 0; j < NR; ++j) wv[j] = decode(j, c);
-                for (int i = 0; i < MR; ++i) {
-                    const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
-                    for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+    // The block loop, with the per-block check only where the tile may hold a flagged block (a separate loop
+    // otherwise: no test per block, fewer live registers).
+    auto blocks = [&](auto checked) __attribute__((always_inline)) {
+#pragma GCC unroll 2
+        for (; k < k_blocks; k += Loader::kBlock) {
+            if (prefetch && k % Loader::kPrefetchEvery == 0) {
+                for (int j = 0; j < NR; ++j) _mm_prefetch(w.address(n + NR + j, k), _MM_HINT_T0);
+            }
+            typename Loader::Scale sc[NR];
+            for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);
+            // The block's products, its weights decoded by `decode` (chunk, or the loader's alternative decoding
+            // for flagged blocks: identical values).
+            auto block = [&](auto decode) __attribute__((always_inline)) {
+                for (int c = 0; c < kChunks; ++c) {
+                    __m256 wv[NR];
+                    for (int j = 0; j < NR; ++j) wv[j] = decode(j, c);
+                    for (int i = 0; i < MR; ++i) {
+                        const __m256 xv = _mm256_loadu_ps(x + i * ldx + k + 8 * c);
+                        for (int j = 0; j < NR; ++j) a[i][j] = _mm256_fmadd_ps(xv, wv[j], a[i][j]);
+                    }
+                }
+            };
+            if constexpr (decltype(checked)::value) {
+                if (w.block_flagged(r, k)) [[unlikely]] {
+                    block([&](int j, int c) { return w.chunk_f16c(r[j], sc[j], k, c); });
+                    continue;
                 }
             }
-        };
-        if constexpr (has_block_check<Loader>()) {
-            if (check_blocks && w.block_flagged(r, k)) [[unlikely]] {
-                block([&](int j, int c) { return w.chunk_f16c(r[j], sc[j], k, c); });
-                continue;
-            }
+            block([&](int j, int c) { return w.chunk(r[j], sc[j], k, c); });
         }
-        block([&](int j, int c) { return w.chunk(r[j], sc[j], k, c); });
+    };
+    if constexpr (has_block_check<Loader>()) {
+        if (w.tile_flagged(r, k_blocks)) {
+            blocks(std::true_type{});
+        } else {
+            blocks(std::false_type{});
+        }
+    } else {
+        blocks(std::false_type{});
     }
     for (; k < k_vec; k += 8) {  // 8-column remainder (F32-like loaders only), same order
         for (int j = 0; j < NR; ++j) {

@@ -1,4 +1,6 @@
-// AVX2 decoding of NVFP4 KV rows: 8 bytes -> 16 values per step (pshufb E2M1 table, times the block scale).
+// AVX2 decoding of NVFP4 KV rows: 16 bytes -> 32 values per step (the nibbles through a pshufb table of the doubled
+// E2M1 integers, interleaved back into element order, then each 16-value block converted and multiplied by half its
+// scale: e2m1 * scale exactly).
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/vec_math_avx2.h"
@@ -8,103 +10,194 @@
 namespace msa::cpu {
 namespace {
 
-// One NVFP4 block: 8 bytes of codes -> 16 values in element order (v0: 0-7, v1: 8-15), e2m1 * scale exactly (doubled
-// integers times half the scale), rounded once to E4M3 in that read mode.
-inline void decode16(const std::uint8_t* codes, float scale, KvRead mode, __m256& v0, __m256& v1) {
+// The NVFP4 rows of one page with their addresses worked out once: row t's codes are data + t * dim / 2, its scales
+// scales + t * dim / 16 (kv_layout.h).
+struct PageRows {
+    const std::uint8_t* data;
+    const std::uint8_t* scales;
+    int dim;
+    const std::uint8_t* codes(int t) const { return data + static_cast<std::ptrdiff_t>(t) * (dim / 2); }
+    const std::uint8_t* block_scales(int t) const { return scales + static_cast<std::ptrdiff_t>(t) * (dim / 16); }
+};
+
+PageRows page_rows(const PagedRows& rows, std::int32_t page) {
+    return {rows.row_data(page, 0), rows.row_scales(page, 0), rows.dim};
+}
+
+// Code bytes -> the doubled E2M1 integers of their low nibbles (even values) and high nibbles (odd values).
+struct NibbleInts {
+    __m128i even, odd;
+};
+
+inline NibbleInts doubled_e2m1_nibbles(__m128i bytes) {
     const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1Doubled));
     const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes));
-    const __m128i lo = _mm_and_si128(b, low4);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
-    const __m128i ints = _mm_shuffle_epi8(table, _mm_unpacklo_epi8(lo, hi));
-    const __m256 half_scale = _mm256_set1_ps(0.5f * scale);
-    v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ints)), half_scale);
-    v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(ints, 8))), half_scale);
-    if (mode == KvRead::e4m3) {
+    return {_mm_shuffle_epi8(table, _mm_and_si128(bytes, low4)),
+            _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), low4))};
+}
+
+// Two blocks' codes (16 bytes = 32 values in element order: the low nibble of byte i is value 2i) -> the doubled
+// E2M1 integers as int8, values 0-15 in `lo`, 16-31 in `hi`.
+struct Ints32 {
+    __m128i lo, hi;
+};
+
+inline Ints32 doubled_e2m1_x32(const std::uint8_t* codes) {
+    const NibbleInts n = doubled_e2m1_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+    return {_mm_unpacklo_epi8(n.even, n.odd), _mm_unpackhi_epi8(n.even, n.odd)};
+}
+
+// One block's codes (8 bytes) -> its 16 doubled integers (rows whose dim is an odd number of blocks).
+inline __m128i doubled_e2m1_x16(const std::uint8_t* codes) {
+    const NibbleInts n = doubled_e2m1_nibbles(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+    return _mm_unpacklo_epi8(n.even, n.odd);
+}
+
+// One block's 16 integers -> its values v0 (0-7), v1 (8-15): integer * half the scale, exact (at most 4 + 3
+// significant bits), rounded once to E4M3 in that read mode.
+template <KvRead kMode>
+inline void block_values(__m128i ints, const float* half_scale, __m256& v0, __m256& v1) {
+    const __m256 hs = _mm256_broadcast_ss(half_scale);
+    v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ints)), hs);
+    v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(ints, 8))), hs);
+    if constexpr (kMode == KvRead::e4m3) {
         v0 = avx2::round_to_e4m3(v0);
         v1 = avx2::round_to_e4m3(v1);
     }
 }
 
-}  // namespace
-
-void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
-    const int dim = rows.dim;
-    const float* scale_table = e4m3_table();
+template <KvRead kMode>
+void read_rows(const PageRows& p, int count, float* out) {
+    const float* half = e4m3_half_table();
+    const int blocks = p.dim / 16;
     for (int t = 0; t < count; ++t) {
-        const std::uint8_t* d = rows.row_data(page, t);
-        const std::uint8_t* s = rows.row_scales(page, t);
-        float* o = out + t * dim;
-        for (int g = 0; g < dim / 16; ++g) {
+        const std::uint8_t* d = p.codes(t);
+        const std::uint8_t* s = p.block_scales(t);
+        float* o = out + static_cast<std::ptrdiff_t>(t) * p.dim;
+        int g = 0;
+        for (; g + 2 <= blocks; g += 2) {
+            const Ints32 ints = doubled_e2m1_x32(d + g * 8);
+            __m256 v0, v1, v2, v3;
+            block_values<kMode>(ints.lo, half + s[g], v0, v1);
+            block_values<kMode>(ints.hi, half + s[g + 1], v2, v3);
+            _mm256_storeu_ps(o + g * 16, v0);
+            _mm256_storeu_ps(o + g * 16 + 8, v1);
+            _mm256_storeu_ps(o + g * 16 + 16, v2);
+            _mm256_storeu_ps(o + g * 16 + 24, v3);
+        }
+        if (g < blocks) {
             __m256 v0, v1;
-            decode16(d + g * 8, scale_table[s[g]], mode, v0, v1);
+            block_values<kMode>(doubled_e2m1_x16(d + g * 8), half + s[g], v0, v1);
             _mm256_storeu_ps(o + g * 16, v0);
             _mm256_storeu_ps(o + g * 16 + 8, v1);
         }
     }
 }
 
-// The fused decode-side product (kv_rows.h dot_kv_rows): each stored row's 16-value blocks are decoded exactly as
-// above, in registers, and every query row's 8-lane accumulator takes them in K order with FMA, then the same fixed
-// horizontal sum as gemm_nt_f32: identical sums, without writing and re-reading the decoded floats.
+}  // namespace
+
+void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
+    const PageRows p = page_rows(rows, page);
+    if (mode == KvRead::e4m3) {
+        read_rows<KvRead::e4m3>(p, count, out);
+    } else {
+        read_rows<KvRead::exact>(p, count, out);
+    }
+}
+
+// The fused decode-side product (kv_rows.h dot_kv_rows): each stored row's blocks are decoded exactly as above, in
+// registers, and every query row's 8-lane accumulator takes them in K order with FMA (values 0-7 of a block, then
+// 8-15), then the same fixed horizontal sum as gemm_nt_f32: identical sums, without writing and re-reading the
+// decoded floats.
 namespace {
+
+// The products of one block (values v0, v1 of T stored rows) with R query rows at column `col`.
+template <int R, int T>
+inline void block_fma(const float* a, int dim, int col, const __m256 (&v0)[T], const __m256 (&v1)[T],
+                      __m256 (&acc)[T][R]) {
+    for (int i = 0; i < R; ++i) {
+        const __m256 a0 = _mm256_loadu_ps(a + i * dim + col);
+        const __m256 a1 = _mm256_loadu_ps(a + i * dim + col + 8);
+        for (int u = 0; u < T; ++u) {
+            acc[u][i] = _mm256_fmadd_ps(a0, v0[u], acc[u][i]);
+            acc[u][i] = _mm256_fmadd_ps(a1, v1[u], acc[u][i]);
+        }
+    }
+}
 
 // R query rows against stored rows [t0, t0 + T): one accumulator per (stored row, query row), so that few query rows
 // (decode's index heads, or one head per task) still give the core several independent FMA chains; each chain is the
 // one a single row would form.
-template <int R, int T>
-inline void dot_rows_step(const PagedRows& rows, std::int32_t page, int t0, KvRead mode, const float* a, float* out,
-                          std::int64_t ldo) {
-    const int dim = rows.dim;
-    const float* scale_table = e4m3_table();
+template <KvRead kMode, int R, int T>
+inline void dot_rows_step(const PageRows& p, int t0, const float* a, float* out, std::int64_t ldo) {
+    const int dim = p.dim;
+    const int blocks = dim / 16;
+    const float* half = e4m3_half_table();
     const std::uint8_t* d[T];
     const std::uint8_t* s[T];
     for (int u = 0; u < T; ++u) {
-        d[u] = rows.row_data(page, t0 + u);
-        s[u] = rows.row_scales(page, t0 + u);
+        d[u] = p.codes(t0 + u);
+        s[u] = p.block_scales(t0 + u);
     }
     __m256 acc[T][R];
     for (int u = 0; u < T; ++u)
         for (int i = 0; i < R; ++i) acc[u][i] = _mm256_setzero_ps();
-    for (int g = 0; g < dim / 16; ++g) {
+    int g = 0;
+    for (; g + 2 <= blocks; g += 2) {
+        Ints32 ints[T];
+        for (int u = 0; u < T; ++u) ints[u] = doubled_e2m1_x32(d[u] + g * 8);
         __m256 v0[T], v1[T];
-        for (int u = 0; u < T; ++u) decode16(d[u] + g * 8, scale_table[s[u][g]], mode, v0[u], v1[u]);
-        for (int i = 0; i < R; ++i) {
-            const __m256 a0 = _mm256_loadu_ps(a + i * dim + g * 16);
-            const __m256 a1 = _mm256_loadu_ps(a + i * dim + g * 16 + 8);
-            for (int u = 0; u < T; ++u) {
-                acc[u][i] = _mm256_fmadd_ps(a0, v0[u], acc[u][i]);
-                acc[u][i] = _mm256_fmadd_ps(a1, v1[u], acc[u][i]);
-            }
-        }
+        for (int u = 0; u < T; ++u) block_values<kMode>(ints[u].lo, half + s[u][g], v0[u], v1[u]);
+        block_fma<R, T>(a, dim, g * 16, v0, v1, acc);
+        for (int u = 0; u < T; ++u) block_values<kMode>(ints[u].hi, half + s[u][g + 1], v0[u], v1[u]);
+        block_fma<R, T>(a, dim, g * 16 + 16, v0, v1, acc);
+    }
+    if (g < blocks) {
+        __m256 v0[T], v1[T];
+        for (int u = 0; u < T; ++u) block_values<kMode>(doubled_e2m1_x16(d[u] + g * 8), half + s[u][g], v0[u], v1[u]);
+        block_fma<R, T>(a, dim, g * 16, v0, v1, acc);
     }
     for (int u = 0; u < T; ++u)
         for (int i = 0; i < R; ++i) out[i * ldo + t0 + u] = avx2::hsum(acc[u][i]);
 }
 
+// Stored rows per pass for R query rows: R * T independent chains.
 template <int R>
-void dot_rows_fixed(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a,
-                           float* out, std::int64_t ldo) {
-    constexpr int T = R == 1 ? 4 : (R == 2 ? 2 : 1);  // stored rows per pass: R * T chains
+constexpr int rows_per_pass() {
+    return R == 1 ? 4 : 2;
+}
+
+template <KvRead kMode, int R>
+void dot_rows_fixed(const PageRows& p, int count, const float* a, float* out, std::int64_t ldo) {
+    constexpr int T = rows_per_pass<R>();
     int t = 0;
-    for (; t + T <= count; t += T) dot_rows_step<R, T>(rows, page, t, mode, a, out, ldo);
-    for (; t < count; ++t) dot_rows_step<R, 1>(rows, page, t, mode, a, out, ldo);
+    for (; t + T <= count; t += T) dot_rows_step<kMode, R, T>(p, t, a, out, ldo);
+    for (; t < count; ++t) dot_rows_step<kMode, R, 1>(p, t, a, out, ldo);
+}
+
+template <KvRead kMode>
+void dot_rows(const PageRows& p, int count, const float* a, std::int64_t arows, float* out, std::int64_t ldo) {
+    for (std::int64_t i0 = 0; i0 < arows; i0 += 4) {
+        const float* ai = a + i0 * p.dim;
+        float* oi = out + i0 * ldo;
+        switch (std::min<std::int64_t>(4, arows - i0)) {
+            case 1: dot_rows_fixed<kMode, 1>(p, count, ai, oi, ldo); break;
+            case 2: dot_rows_fixed<kMode, 2>(p, count, ai, oi, ldo); break;
+            case 3: dot_rows_fixed<kMode, 3>(p, count, ai, oi, ldo); break;
+            default: dot_rows_fixed<kMode, 4>(p, count, ai, oi, ldo); break;
+        }
+    }
 }
 
 }  // namespace
 
 void dot_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a,
                             std::int64_t arows, float* out, std::int64_t ldo) {
-    const int dim = rows.dim;
-    for (std::int64_t i0 = 0; i0 < arows; i0 += 4) {
-        const float* ai = a + i0 * dim;
-        float* oi = out + i0 * ldo;
-        switch (std::min<std::int64_t>(4, arows - i0)) {
-            case 1: dot_rows_fixed<1>(rows, page, count, mode, ai, oi, ldo); break;
-            case 2: dot_rows_fixed<2>(rows, page, count, mode, ai, oi, ldo); break;
-            case 3: dot_rows_fixed<3>(rows, page, count, mode, ai, oi, ldo); break;
-            default: dot_rows_fixed<4>(rows, page, count, mode, ai, oi, ldo); break;
-        }
+    const PageRows p = page_rows(rows, page);
+    if (mode == KvRead::e4m3) {
+        dot_rows<KvRead::e4m3>(p, count, a, arows, out, ldo);
+    } else {
+        dot_rows<KvRead::exact>(p, count, a, arows, out, ldo);
     }
 }
 

@@ -12,6 +12,8 @@ namespace msa::cpu {
 
 float online_softmax_block_avx2(const float* raw, int n, float scale, float& m, float& l, float* p);
 void pv_accumulate_avx2(float* acc, float alpha, const float* p, const float* v, int n, int dim, bool q8kv4);
+void pv_accumulate_rows_avx2(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
+                             bool q8kv4, int rows);
 void round_rows_to_e4m3_avx2(float* x, long n);
 
 float online_softmax_block(const float* raw, int n, float scale, float& m, float& l, float* p) {
@@ -42,6 +44,15 @@ void pv_accumulate(float* acc, float alpha, const float* p, const float* v, int 
     }
     const float c = q8kv4 ? 1.0f / 448.0f : 1.0f;
     for (int d = 0; d < dim; ++d) acc[d] = acc[d] * alpha + o[d] * c;
+}
+
+void pv_accumulate_rows(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
+                        bool q8kv4, int rows) {
+    if (cpu_features().avx2) {
+        pv_accumulate_rows_avx2(acc, alpha, p, ldp, v, n, dim, q8kv4, rows);
+        return;
+    }
+    for (int i = 0; i < rows; ++i) pv_accumulate(acc + i * dim, alpha[i], p + i * ldp, v, n, dim, q8kv4);
 }
 
 void round_rows_to_e4m3(float* x, long n) {

@@ -13,6 +13,12 @@ float online_softmax_block(const float* raw, int n, float scale, float& m, float
 // c = 1/448 (q8kv4). v: [n][dim] row-major; dim a multiple of 8.
 void pv_accumulate(float* acc, float alpha, const float* p, const float* v, int n, int dim, bool q8kv4);
 
+// pv_accumulate for `rows` rows sharing v (the query heads of one KV group): row i has accumulator acc + i * dim,
+// factor alpha[i] and weights p + i * ldp. Bit for bit the results of `rows` pv_accumulate calls; the AVX2 version
+// reads each value of v once for up to 4 rows instead of once per row.
+void pv_accumulate_rows(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
+                        bool q8kv4, int rows);
+
 // x[i] = E4M3 value nearest x[i] (Q8KV4 query cast).
 void round_rows_to_e4m3(float* x, long n);
 

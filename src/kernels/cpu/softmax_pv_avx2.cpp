@@ -63,6 +63,61 @@ void pv_accumulate_avx2(float* acc, float alpha, const float* p, const float* v,
     }
 }
 
+namespace {
+
+// pv_accumulate_avx2 for R rows at once: each C-chunk (8 columns each) slice of v is loaded once per value row for
+// all R rows; every row's accumulators take the same FMAs in the same order (value rows ascending) as in
+// pv_accumulate_avx2, and finish with the same expression.
+template <int R, int C>
+inline void pv_rows_slice(float* acc, const float* alpha, const float (*w)[kKvPageTokens], const float* v, int n,
+                          int dim, int d0, __m256 vc) {
+    __m256 o[R][C];
+    for (int i = 0; i < R; ++i)
+        for (int c = 0; c < C; ++c) o[i][c] = _mm256_setzero_ps();
+    for (int j = 0; j < n; ++j) {
+        __m256 vj[C];
+        for (int c = 0; c < C; ++c) vj[c] = _mm256_loadu_ps(v + j * dim + d0 + 8 * c);
+        for (int i = 0; i < R; ++i) {
+            const __m256 wj = _mm256_broadcast_ss(&w[i][j]);
+            for (int c = 0; c < C; ++c) o[i][c] = _mm256_fmadd_ps(wj, vj[c], o[i][c]);
+        }
+    }
+    for (int i = 0; i < R; ++i) {
+        const __m256 va = _mm256_set1_ps(alpha[i]);
+        for (int c = 0; c < C; ++c) {
+            float* a = acc + i * dim + d0 + 8 * c;
+            _mm256_storeu_ps(a, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(a), va), _mm256_mul_ps(o[i][c], vc)));
+        }
+    }
+}
+
+template <int R>
+void pv_rows(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim, bool q8kv4) {
+    const __m256 vc = _mm256_set1_ps(q8kv4 ? 1.0f / 448.0f : 1.0f);
+    alignas(32) float w[R][kKvPageTokens];
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < n; ++j) w[i][j] = q8kv4 ? round_to_e4m3(p[i * ldp + j] * 448.0f) : p[i * ldp + j];
+    int d0 = 0;
+    for (; d0 + 16 <= dim; d0 += 16) pv_rows_slice<R, 2>(acc, alpha, w, v, n, dim, d0, vc);
+    if (d0 < dim) pv_rows_slice<R, 1>(acc, alpha, w, v, n, dim, d0, vc);
+}
+
+}  // namespace
+
+void pv_accumulate_rows_avx2(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
+                             bool q8kv4, int rows) {
+    for (int i0 = 0; i0 < rows; i0 += 4) {
+        float* a = acc + i0 * dim;
+        const float* pi = p + i0 * ldp;
+        switch (std::min(4, rows - i0)) {
+            case 1: pv_rows<1>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
+            case 2: pv_rows<2>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
+            case 3: pv_rows<3>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
+            default: pv_rows<4>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
+        }
+    }
+}
+
 void round_rows_to_e4m3_avx2(float* x, long n) {
     long i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, avx2::round_to_e4m3(_mm256_loadu_ps(x + i)));

@@ -1,0 +1,132 @@
+// The AVX2 NVFP4 KV kernels against independent references on arbitrary stored bytes (every E2M1 code, every finite
+// E4M3 scale including subnormal and negative ones) and head sizes that are not a multiple of their 32-value step:
+// read_kv_rows against the formats library's dequantiser, dot_kv_rows (fused) bit for bit against the scalar
+// decoding followed by the FP32 GEMM; and pv_accumulate_rows bit for bit against one pv_accumulate call per row.
+#include "core/cpu_features.h"
+#include "kernels/cpu/gemm_nt.h"
+#include "kernels/cpu/kv_rows.h"
+#include "kernels/cpu/softmax_pv.h"
+#include "formats/scalar_formats.h"
+#include "support/cpu_mode.h"
+#include "support/test_data.h"
+#include "support/test_kv.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace msa {
+namespace {
+
+// Random bytes in a page's NVFP4 rows: any code pair; scales drawn from every E4M3 code except NaN (0x7F, 0xFF),
+// with the extremes (0, the smallest subnormal, 448, -448) forced into the first rows.
+void fill_random_nvfp4(const PagedRows& rows, std::int32_t page, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (int t = 0; t < 128; ++t) {
+        std::uint8_t* d = rows.row_data(page, t);
+        std::uint8_t* s = rows.row_scales(page, t);
+        for (int i = 0; i < rows.dim / 2; ++i) d[i] = static_cast<std::uint8_t>(rng());
+        for (int g = 0; g < rows.dim / 16; ++g) {
+            std::uint8_t code;
+            do {
+                code = static_cast<std::uint8_t>(rng());
+            } while ((code & 0x7F) == 0x7F);
+            s[g] = code;
+        }
+    }
+    const std::uint8_t extremes[] = {0x00, 0x01, 0x7E, 0xFE, 0x80, 0x08};
+    for (int t = 0; t < 6; ++t)
+        for (int g = 0; g < rows.dim / 16; ++g) rows.row_scales(page, t)[g] = extremes[(t + g) % 6];
+    // One row with every code of each nibble position.
+    for (int i = 0; i < rows.dim / 2; ++i) rows.row_data(page, 7)[i] = static_cast<std::uint8_t>((i % 16) | ((15 - i % 16) << 4));
+}
+
+class Nvfp4KvSimdTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(Nvfp4KvSimdTest, ReadRowsEqualsFormatsLibrary) {
+    const int dim = GetParam();
+    test::TestKvLayer layer(KvCacheDtype::NVFP4, 1, dim, dim, 2);
+    const PagedRows rows = layer.view.v(0);
+    fill_random_nvfp4(rows, 1, 100 + static_cast<std::uint32_t>(dim));
+    for (const bool simd : {true, false}) {
+        test::ScopedCpuFeatures mode(simd);
+        std::vector<float> exact(static_cast<std::size_t>(128 * dim)), rounded(exact.size());
+        cpu::read_kv_rows(rows, 1, 128, cpu::KvRead::exact, exact.data());
+        cpu::read_kv_rows(rows, 1, 128, cpu::KvRead::e4m3, rounded.data());
+        for (int t = 0; t < 128; ++t) {
+            const auto ref = test::stored_row(rows, 1, t);
+            for (int i = 0; i < dim; ++i) {
+                // Float equality: the SIMD decoding gives +0 for the code -0 (doubled integer 0), which no sum
+                // can tell apart (accumulators start at +0).
+                ASSERT_EQ(exact[static_cast<std::size_t>(t * dim + i)], ref[static_cast<std::size_t>(i)])
+                    << "dim " << dim << " row " << t << " i " << i << " simd " << simd;
+                ASSERT_EQ(rounded[static_cast<std::size_t>(t * dim + i)], e4m3_to_float(float_to_e4m3(ref[i])))
+                    << "dim " << dim << " row " << t << " i " << i << " simd " << simd;
+            }
+        }
+    }
+}
+
+TEST_P(Nvfp4KvSimdTest, FusedDotEqualsScalarDecodeThenGemm) {
+    const int dim = GetParam();
+    test::TestKvLayer layer(KvCacheDtype::NVFP4, 1, dim, dim, 2);
+    const PagedRows rows = layer.view.k(0);
+    fill_random_nvfp4(rows, 1, 200 + static_cast<std::uint32_t>(dim));
+    std::vector<float> scratch, keys(static_cast<std::size_t>(128 * dim));
+    for (const auto mode : {cpu::KvRead::exact, cpu::KvRead::e4m3}) {
+        {
+            test::ScopedCpuFeatures scalar(false);
+            cpu::read_kv_rows(rows, 1, 128, mode, keys.data());
+        }
+        for (const int count : {128, 127, 5, 1}) {
+            for (const std::int64_t arows : {1, 2, 3, 4, 6, 8}) {
+                auto a = test::random_floats(static_cast<std::size_t>(arows * dim), 7 + static_cast<std::uint32_t>(arows), -3.0f, 3.0f);
+                a[0] = 0.0f;
+                a[static_cast<std::size_t>(arows * dim - 1)] = -1e-30f;
+                const std::int64_t ldo = 131;
+                std::vector<float> got(static_cast<std::size_t>(arows * ldo), -7.0f), want(got.size(), -7.0f);
+                cpu::dot_kv_rows(rows, 1, count, mode, a.data(), arows, got.data(), ldo, scratch);
+                cpu::gemm_nt_f32(a.data(), dim, keys.data(), dim, want.data(), ldo, arows, count, dim);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << "dim " << dim << " count " << count << " arows " << arows << " mode " << static_cast<int>(mode);
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, Nvfp4KvSimdTest, ::testing::Values(16, 48, 64, 80, 128, 208));
+
+TEST(PvAccumulateRows, EqualsOneCallPerRowBitForBit) {
+    std::mt19937 rng(5);
+    for (const int dim : {8, 16, 24, 128, 136}) {
+        for (const int n : {1, 7, 77, 128}) {
+            for (const int rows : {1, 2, 3, 4, 5, 8, 9}) {
+                for (const bool q8 : {false, true}) {
+                    const int ldp = 130;
+                    auto v = test::random_floats(static_cast<std::size_t>(n * dim), rng(), -2.0f, 2.0f);
+                    std::vector<float> p(static_cast<std::size_t>(rows * ldp), 0.0f), alpha(static_cast<std::size_t>(rows));
+                    for (int i = 0; i < rows; ++i) {
+                        for (int j = 0; j < n; ++j) p[static_cast<std::size_t>(i * ldp + j)] = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+                        alpha[static_cast<std::size_t>(i)] = i == 0 ? 0.0f : std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+                    }
+                    const auto acc0 = test::random_floats(static_cast<std::size_t>(rows * dim), rng(), -1.0f, 1.0f);
+                    for (const bool simd : {true, false}) {
+                        test::ScopedCpuFeatures mode(simd);
+                        std::vector<float> got = acc0, want = acc0;
+                        cpu::pv_accumulate_rows(got.data(), alpha.data(), p.data(), ldp, v.data(), n, dim, q8, rows);
+                        for (int i = 0; i < rows; ++i)
+                            cpu::pv_accumulate(want.data() + i * dim, alpha[static_cast<std::size_t>(i)],
+                                               p.data() + i * ldp, v.data(), n, dim, q8);
+                        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                            << "dim " << dim << " n " << n << " rows " << rows << " q8 " << q8 << " simd " << simd;
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace msa
