@@ -52,6 +52,7 @@ def main() -> int:
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--require", default="")
     ap.add_argument("--server-arg", action="append", default=[])
+    ap.add_argument("--log-dir", default="", help="where the server log goes (default: beside the model directory)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -73,7 +74,8 @@ def main() -> int:
                   "--reasoning-parser", "minimax_m3", "--tool-call-parser", "minimax_m3",
                   "--kv-cache-gib", "0.25", "--max-model-len", "4096",
                   "--shutdown-timeout", "5", "--keep-alive-timeout", "2"] + args.server_arg
-    log_path = os.path.join(os.path.dirname(os.path.abspath(args.model_dir)), f"serve-{port}.log")
+    log_dir = args.log_dir or os.path.dirname(os.path.abspath(args.model_dir))
+    log_path = os.path.join(log_dir, f"serve-{port}.log")
     log = open(log_path, "w")
     server = subprocess.Popen(server_cmd, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
