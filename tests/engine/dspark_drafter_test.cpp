@@ -395,6 +395,15 @@ std::string load_error(const std::string& config_extra,
     return message;
 }
 
+// An `after` step for load_error: rewrites drafter/config.json with the first `from` replaced by `to`.
+std::function<void(const fs::path&)> config_with(const std::string& from, const std::string& to) {
+    return [from, to](const fs::path& d) {
+        std::string text = drafter_config();
+        text.replace(text.find(from), from.size(), to);
+        std::ofstream(d / "drafter" / "config.json") << text;
+    };
+}
+
 TEST(DSparkModelLoad, BadCheckpointsGiveClearErrors) {
     EXPECT_THAT(load_error("", [](auto& s) { s.erase("layers.1.self_attn.k_proj.weight"); }),
                 HasSubstr("layers.1.self_attn.k_proj.weight"));
@@ -408,26 +417,11 @@ TEST(DSparkModelLoad, BadCheckpointsGiveClearErrors) {
                 HasSubstr("hidden_size is missing"));
     EXPECT_THAT(load_error("", {}, [](const fs::path& d) { std::ofstream(d / "drafter" / "config.json") << "{oops"; }),
                 HasSubstr("not valid JSON"));
-    EXPECT_THAT(load_error("", {},
-                           [](const fs::path& d) {
-                               std::string text = drafter_config();
-                               text.replace(text.find("[2, 0]"), 6, "[2, 9]");
-                               std::ofstream(d / "drafter" / "config.json") << text;
-                           }),
+    EXPECT_THAT(load_error("", {}, config_with("[2, 0]", "[2, 9]")),
                 HasSubstr("target layer 9 does not exist"));
-    EXPECT_THAT(load_error("", {},
-                           [](const fs::path& d) {
-                               std::string text = drafter_config();
-                               text.replace(text.find("\"..\""), 4, "\"../nowhere\"");
-                               std::ofstream(d / "drafter" / "config.json") << text;
-                           }),
+    EXPECT_THAT(load_error("", {}, config_with("\"..\"", "\"../nowhere\"")),
                 HasSubstr("target model directory"));
-    EXPECT_THAT(load_error("", {},
-                           [](const fs::path& d) {
-                               std::string text = drafter_config();
-                               text.replace(text.find("\"vocab_size\": 320"), 17, "\"vocab_size\": 330");
-                               std::ofstream(d / "drafter" / "config.json") << text;
-                           }),
+    EXPECT_THAT(load_error("", {}, config_with("\"vocab_size\": 320", "\"vocab_size\": 330")),
                 HasSubstr("does not fit the target"));
     EXPECT_THAT(load_error("", {}, [](const fs::path& d) { fs::remove(d / "drafter" / "model.safetensors"); }),
                 HasSubstr("model.safetensors or *.safetensors file found"));
