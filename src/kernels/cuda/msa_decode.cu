@@ -28,6 +28,11 @@ using namespace detail;  // device helpers of msa_device.cuh
 // bytes unchanged. Every fragment load of a thread sees the same swizzle (its rows are r + multiples of 8), so the
 // offsets below are per-thread constants.
 __device__ __forceinline__ int swizzled_chunk(int row, int chunk) { return row * 64 + (((chunk ^ (row >> 1)) & 3) << 4); }
+// Per-lane offsets of the four 16-byte chunks of its key rows in a swizzled image (see swizzled_chunk).
+__device__ __forceinline__ void chunk_offsets(int r, int (&off)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+}
 __device__ __forceinline__ std::uint32_t lds32(const unsigned char* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 __device__ __forceinline__ uint2 lds64(const unsigned char* p) { return *reinterpret_cast<const uint2*>(p); }
 // Copies rows [row0, row0 + R) of a 9216-byte page record (R a multiple of 32) into the image at dst with n_thr
@@ -86,6 +91,24 @@ struct IdxParams {
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
 };
 
+// Where the indexer stores row `row`'s maximum over work item `item` (block item / parts, page part item % parts).
+__device__ __forceinline__ float* score_slot(const IdxParams& p, int s, int row, int item) {
+    return p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts + item;
+}
+// Lanes 0-3 store the block maxima of NT n-tiles of 8 index rows from row0 (MMA layout: lane l holds rows 2l, 2l + 1).
+template <int NT>
+__device__ __forceinline__ void store_block_maxima(const IdxParams& p, int s, int item, int lane, int row0,
+                                                   const float (&mx)[NT][2]) {
+    if (lane >= 4) return;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int row = row0 + nt * 8 + 2 * lane + e;
+            if (row < p.rows) *score_slot(p, s, row, item) = mx[nt][e];
+        }
+}
+
 // Prefetch into L2 the K and V records of every kv head of a selected page (the attention's first loads).
 __device__ __forceinline__ void prefetch_page_kv(const IdxParams& p, int page) {
     if (!p.prefetch || page < 0) return;
@@ -119,8 +142,7 @@ __device__ __forceinline__ void index_rows(const unsigned char* img, const uint2
     const unsigned char* data = img + r * 64 + 4 * c;                // row r of m-tile 0
     const unsigned char* scl = img + nmt * 16 * 64 + r * 8;          // its scales
     int off[4];
-#pragma unroll
-    for (int gp = 0; gp < 4; ++gp) off[gp] = ((gp ^ (r >> 1)) & 3) << 4;
+    chunk_offsets(r, off);
 #pragma unroll 2
     for (int mt = 0; mt < nmt; ++mt) {
         const unsigned char* d0 = data + mt * 1024;  // rows t0 = 16 mt + r and t1 = t0 + 8 (+512 bytes)
@@ -232,8 +254,7 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
     const int r = lane >> 2, c = lane & 3;
     const unsigned char* data = img + r * 64 + 4 * c;
     int off[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
+    chunk_offsets(r, off);
     float mx = -CUDART_INF_F;
 #pragma unroll 2
     for (int mt = 0; mt < nmt; ++mt) {
@@ -298,7 +319,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         }
         return;
     }
-    const float* sc = p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts;
+    const float* sc = score_slot(p, s, row, 0);
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
     float v0[16];  // the first 512 blocks stay in registers for the second pass
@@ -372,9 +393,7 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
         fp8_scale_table(img, R, tab, lane);
         __syncwarp();
         const float mx = index_rows_fp8(img, tab, bq, lane, R / 16) * 0x1p62f;  // undo 2^-6 (codes) * 2^-56 (scales)
-        const int b = it / p.parts, part = it - b * p.parts;
-        if (lane < p.rows)  // lane c holds head c, and with one query row = head
-            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx;
+        if (lane < p.rows) *score_slot(p, s, lane, it) = mx;  // lane c holds head c, and with one query row = head
         __syncwarp();  // the table and this image are reused by the next items
     }
 }
@@ -439,11 +458,6 @@ __device__ __forceinline__ void warpgroup_item_loop(int it_begin, int it_end, in
         __syncwarp();  // the image (and the scale table) are reused by the warp's next items
     }
 }
-// Per-lane offsets of the four 16-byte chunks of its key rows in a swizzled image (see swizzled_chunk).
-__device__ __forceinline__ void chunk_offsets(int r, int (&off)[4]) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) off[j] = ((j ^ (r >> 1)) & 3) << 4;
-}
 template <class CopyItem>
 __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
                                              int R, int s, int it_begin, int it_end, int lane, int warp,
@@ -501,10 +515,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
         }
 #pragma unroll
         for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        if (live && lane < p.rows) {
-            const int b = it / p.parts, part = it - b * p.parts;
-            p.scores[((static_cast<std::size_t>(s) * p.rows + lane) * p.max_blocks + b) * p.parts + part] = mx * 0x1p62f;
-        }
+        if (live && lane < p.rows) *score_slot(p, s, lane, it) = mx * 0x1p62f;
     });
 }
 
@@ -597,18 +608,7 @@ __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char
             for (int e = 0; e < 2; ++e)
 #pragma unroll
                 for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
-        if (live && lane < 4) {
-            const int b = it / p.parts, part = it - b * p.parts;
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int row = nt * 8 + 2 * lane + e;
-                    if (row < p.rows)
-                        p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts + part] =
-                            mx[nt][e];
-                }
-        }
+        if (live) store_block_maxima<4>(p, s, it, lane, 0, mx);
     });
 }
 
@@ -653,7 +653,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
             const int passes = (p.nt_total + NT - 1) / NT;
             const int ntp = passes * NT;  // n-tiles incl. padding, <= 8
             uint2 u[8];
-    #pragma unroll
+#pragma unroll
             for (int k = 0; k < 8; ++k) {
                 const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
                 const int row = nt * 8 + (l >> 2);
@@ -662,7 +662,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
                     u[k] = *reinterpret_cast<const uint2*>(p.iq + (static_cast<std::size_t>(s) * p.rows + row) * kHeadDim +
                                                            gp * 32 + (l & 3) * 8);
             }
-    #pragma unroll
+#pragma unroll
             for (int k = 0; k < 8; ++k) {
                 if (k < ntp) {
                     const int unit = tid + k * kWarps * 32, l = unit & 31, gp = (unit >> 5) & 3, nt = unit >> 7;
@@ -679,21 +679,10 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
                 cp_async_wait<1>();
                 __syncwarp();
                 const unsigned char* img = wbuf + (i & 1) * stage;
-                const int b = it / p.parts, part = it - b * p.parts;
                 for (int pass = 0; pass < passes; ++pass) {
                     float mx[NT][2];
                     index_rows<NT>(img, bfr + pass * NT * 256, lane, R / 16, p.mul, mx);
-                    if (lane < 4) {
-    #pragma unroll
-                        for (int nt = 0; nt < NT; ++nt)
-    #pragma unroll
-                            for (int e = 0; e < 2; ++e) {
-                                const int row = (pass * NT + nt) * 8 + 2 * lane + e;
-                                if (row < p.rows)
-                                    p.scores[((static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks + b) * p.parts +
-                                             part] = mx[nt][e];
-                            }
-                    }
+                    store_block_maxima<NT>(p, s, it, lane, pass * NT * 8, mx);
                 }
                 __syncwarp();
             }
