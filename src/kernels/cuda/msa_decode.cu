@@ -76,6 +76,25 @@ __device__ __forceinline__ void st_release(unsigned* a, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
 
+// Phase timeline (msa_decode.h, set_decode_trace): thread 0 of the CTA records %globaltimer. trace_barrier_event
+// first waits for the whole CTA; both compile to nothing without MSA_DECODE_TRACE.
+#ifdef MSA_DECODE_TRACE
+__device__ __forceinline__ void trace_event(unsigned long long* t, int ev) {
+    if (t == nullptr || threadIdx.x != 0) return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)::"memory");
+    atomicMin(t + ev, now);
+    atomicMax(t + kDecodeTraceEvents + ev, now);
+}
+__device__ __forceinline__ void trace_barrier_event(unsigned long long* t, int ev) {
+    __syncthreads();
+    trace_event(t, ev);
+}
+#else
+__device__ __forceinline__ void trace_event(unsigned long long*, int) {}
+__device__ __forceinline__ void trace_barrier_event(unsigned long long*, int) {}
+#endif
+
 // ---------------------------------------------------------------- indexer + keyed top-k
 struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
@@ -89,6 +108,7 @@ struct IdxParams {
     Mul mul;
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
+    unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
 };
 
 // Where the indexer stores row `row`'s maximum over work item `item` (block item / parts, page part item % parts).
@@ -279,21 +299,28 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
     return mx;
 }
 
-// Score of history block i: the maximum over the page parts that different warps scored.
-__device__ __forceinline__ float block_score(const float* sc, int i, int parts) {
-    float v = __ldcg(sc + i * parts);
+// 16 block scores per lane (blocks base + lane + 32 k; n >= 1), -inf past n. A block's score is the maximum over
+// the page parts that different warps scored: one vector load per block (the parts of a block are contiguous and
+// aligned), addresses clamped into the row, every load issued before any is used. (The earlier per-block conditional
+// loads each waited out an L2 round trip before the next was issued: 15 us of top-k at 1 x 128K in the phase
+// trace of session 6, docs/cuda-notes.md section 17.)
+template <class V>
+__device__ __forceinline__ void load_score_vectors(const float* sc, int base, int n, int lane, float (&v)[16]) {
+    V x[16];
 #pragma unroll
-    for (int k = 1; k < 4; ++k)
-        if (k < parts) v = fmaxf(v, __ldcg(sc + i * parts + k));
-    return v;
-}
-// 16 block scores per lane (blocks base + lane + 32 k), loaded together; -inf past n.
-__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+    for (int k = 0; k < 16; ++k) x[k] = __ldcg(reinterpret_cast<const V*>(sc) + min(base + lane + 32 * k, n - 1));
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
-        const int i = base + lane + 32 * k;
-        v[k] = i < n ? block_score(sc, i, parts) : -CUDART_INF_F;
+        if constexpr (sizeof(V) == 16) v[k] = fmaxf(fmaxf(x[k].x, x[k].y), fmaxf(x[k].z, x[k].w));
+        else if constexpr (sizeof(V) == 8) v[k] = fmaxf(x[k].x, x[k].y);
+        else v[k] = x[k];
+        if (base + lane + 32 * k >= n) v[k] = -CUDART_INF_F;
     }
+}
+__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+    if (parts == 4) load_score_vectors<float4>(sc, base, n, lane, v);
+    else if (parts == 2) load_score_vectors<float2>(sc, base, n, lane, v);
+    else load_score_vectors<float>(sc, base, n, lane, v);
 }
 
 // Keyed top-k of one index row (msa.md section 3) by one warp: 16-bit quantised keys, per-lane sorted top-15
@@ -325,7 +352,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     float v0[16];  // the first 512 blocks stay in registers for the second pass
     int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
 #pragma unroll
-    for (int k = 0; k < 16; ++k) pt0[k] = lane + 32 * k <= local ? pt[lane + 32 * k] : -1;
+    for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first; -1 past local below
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+        if (lane + 32 * k > local) pt0[k] = -1;
     load_scores(sc, 0, n, p.parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
@@ -471,6 +501,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     int off[4];
     chunk_offsets(r, off);
     warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
+        if (it == it_begin) trace_event(p.trace, kTrIdxFirstImage);  // thread 0: warp 0's first item has arrived
         if (live) fp8_scale_table(img, R, tab, lane);
         __syncwarp();
         // Each m-tile's 4 wgmmas are waited for before the next m-tile is decoded: the other warpgroups of the SM fill
@@ -692,11 +723,14 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!p.persistent) pdl_trigger();
     __threadfence();
     __syncthreads();
+    trace_event(p.trace, kTrIdxScored);
     if (tid == 0) s_last = atomicAdd(&p.counters[s], 1u) == static_cast<unsigned>(p.chunks - 1);
     __syncthreads();
     if (!s_last) return;
     __threadfence();
+    trace_event(p.trace, kTrTopkStart);
     for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
+    trace_barrier_event(p.trace, kTrTopkEnd);
     if (p.ready) {  // publish the request's rows: every writer fences, then one release store
         __threadfence();
         __syncthreads();
@@ -717,9 +751,11 @@ template <int NT, bool FP8 = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
+    trace_event(p.trace, kTrIdxStart);
     // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
     // nothing is read before it has completed (a no-op without PDL).
     pdl_wait();
+    trace_event(p.trace, kTrIdxWaited);
     if (!p.persistent) {
         index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
@@ -749,6 +785,7 @@ struct AttnParams {
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
     bool warp_pipe;
     Mul mul;
+    unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
@@ -884,6 +921,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
+    trace_event(p.trace, kTrAttnStart);
     pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
     const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
@@ -907,6 +945,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
     // only for this request's top-k, published by the indexer CTA that ran it.
     if (!p.ready) pdl_wait();
+    trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
     if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
@@ -937,6 +976,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         if (lane == 0) s_n = __popc(valid);
     }
     __syncthreads();
+    trace_event(p.trace, kTrAttnPages);
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
@@ -1007,6 +1047,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
         cp_async_wait<0>();
     }
+    trace_barrier_event(p.trace, kTrAttnComputed);
     // ---- merge the four warps
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -1068,13 +1109,16 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // With ready flags the CTA never waited for the indexer grid: it waits before it exits, so that this grid
     // completes after the indexer's (its last CTAs still reset counters; the next kernel waits only for this grid).
     if (p.splits == 1) {  // uniform over the grid (and then the launch has no cluster)
+        trace_barrier_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
     if constexpr (kCluster) {
         // Partials: slab 0 (O) and s_lse[0] (base-2 LSE) of every CTA of the cluster; rank == split.
         cg::cluster_group cluster = cg::this_cluster();
+        trace_event(p.trace, kTrAttnMerged);
         cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
+        trace_event(p.trace, kTrAttnSynced);
         for (int head = split + hgrp * p.splits; head < p.G; head += p.splits * (kAW / 4)) {
             float lse[16], v[16];
 #pragma unroll
@@ -1104,15 +1148,19 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = acc;
         }
         cluster.sync();  // no CTA leaves while another still reads its shared memory
+        trace_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
+    trace_event(p.trace, kTrAttnMerged);
     if (tid < 16) p.part_lse[(unit * p.splits + split) * 16 + tid] = s_lse[0][tid];
     __threadfence();
     __syncthreads();
     if (tid == 0) s_last = atomicAdd(&p.counters[unit], 1u) == static_cast<unsigned>(p.splits - 1);
     __syncthreads();
+    trace_event(p.trace, kTrAttnSynced);  // here: past the arrival atomic
     if (!s_last) {
+        trace_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
@@ -1150,6 +1198,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
     }
     if (tid == 0) p.counters[unit] = 0;
+    trace_barrier_event(p.trace, kTrAttnEnd);
     if (p.ready) pdl_wait();
 }
 
@@ -1173,6 +1222,10 @@ int sm_count() {
     return n;
 }
 
+}  // namespace
+
+namespace {
+unsigned long long* g_trace = nullptr;  // set_decode_trace
 }  // namespace
 
 MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int max_blocks, const MsaDecodeOptions& opt) {
@@ -1323,6 +1376,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     return p;
 }
 
+void set_decode_trace(unsigned long long* buf) { g_trace = buf; }
+
 void init_decode_workspace(const MsaDecodePlan& p, void* workspace, cudaStream_t stream) {
     detail::check(cudaMemsetAsync(static_cast<std::uint8_t*>(workspace) + p.counters_off, 0,
                                   p.total_bytes - p.counters_off, stream));
@@ -1344,7 +1399,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16};
+                           p.idx_wg16, g_trace};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -1375,7 +1430,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
                         a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
                         p.q_len, nq, nkv, G, p.geo.topk,
-                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul};
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(p.attn_warps * 32);

@@ -132,4 +132,27 @@ struct MsaDecodeArgs {
 // e2m1*scale*2^-7, FP32 accumulation on the tensor cores; softmax in FP32, P rounded to FP16 for the PV product.
 void msa_decode(const MsaDecodePlan& plan, const MsaDecodeArgs& a, cudaStream_t stream);
 
+// Phase timeline for latency work. Only builds with -DMSA_DECODE_TRACE write it (bench/cuda/msa_decode_bench.cu
+// "trace" mode; docs/cuda-notes.md); in other builds the pointer is kept and never used. Every msa_decode call made
+// (or captured) while buf is set records, for each event, the earliest %globaltimer value (ns) over the CTAs that
+// reach it in buf[event] (atomicMin) and the latest in buf[kDecodeTraceEvents + event] (atomicMax); the caller
+// initialises the first half to all-ones bits and the second to zero. Null turns it off.
+enum DecodeTraceEvent : int {
+    kTrIdxStart,      // indexer CTA entered (before the grid-dependency wait)
+    kTrIdxWaited,     // ... past the wait: the previous kernel of the stream has completed
+    kTrIdxFirstImage, // ... first work item's keys in shared memory (warp 0; FP8 wgmma indexer only)
+    kTrIdxScored,     // ... all its block maxima written (CTA barrier before the arrival atomic)
+    kTrTopkStart,     // last CTA of a request: top-k begins
+    kTrTopkEnd,       // ... top-k rows written
+    kTrAttnStart,     // attention CTA entered
+    kTrAttnWaited,    // ... past the wait for the indexer
+    kTrAttnPages,     // ... selected pages read (CTA barrier)
+    kTrAttnComputed,  // ... all its warps done with the pages (CTA barrier before the merge)
+    kTrAttnMerged,    // ... its warps' partials merged (before the cluster barrier / the partial stores)
+    kTrAttnSynced,    // ... past the cluster barrier (cluster merge) or the arrival atomic (workspace merge)
+    kTrAttnEnd,       // ... about to exit
+    kDecodeTraceEvents
+};
+void set_decode_trace(unsigned long long* buf);
+
 }  // namespace msa::cuda
