@@ -60,9 +60,10 @@ static bool g_trace = false;  // "trace" mode: phase timeline instead of timing 
 // 20..119 relative to each call's first indexer CTA start; also the mean call period (start to next start).
 static void print_trace(const std::vector<unsigned long long>& t, int calls) {
     constexpr int E = kDecodeTraceEvents;
-    static const char* names[E] = {"idx_start",   "idx_waited",  "idx_image",     "idx_scored",  "topk_start",
-                                   "topk_end",    "attn_start",  "attn_waited",   "attn_pages",  "attn_computed",
-                                   "attn_merged", "attn_synced", "attn_end"};
+    static const char* names[E] = {"idx_start",   "idx_waited",    "idx_image",   "idx_scored",    "topk_start",
+                                   "topk_loaded", "topk_inserted", "topk_end",    "attn_start",    "attn_waited",
+                                   "attn_pages",  "attn_computed", "attn_slabs",  "attn_merged",   "attn_synced",
+                                   "attn_weighted", "attn_stored", "attn_end"};
     double mn[E] = {}, mx[E] = {}, period = 0;
     int n = 0, np = 0;
     for (int c = 20; c < calls; ++c) {

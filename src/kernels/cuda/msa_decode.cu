@@ -371,6 +371,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
+    if (row == 0) trace_event(p.trace, kTrTopkLoaded);
     const KeyedQuant kq = keyed_quant(mn, mx);
     std::uint32_t top[15];
 #pragma unroll
@@ -383,13 +384,16 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         } else {
             load_scores(sc, base, n, p.parts, lane, v);
         }
+        std::uint32_t x[16];  // this lane's keys of the chunk (0 past n: below every real key), sorted and merged
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
             const int i = base + lane + 32 * k;
-            if (i >= n) break;
-            top15_insert(top, keyed_key(v[k], kq, i));
+            x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
         }
+        sort16_desc(x);
+        top15_merge(top, x);
     }
+    if (row == 0) trace_event(p.trace, kTrTopkInserted);
     const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     int pg = -1;  // the pick's page from the registers of lane mine % 32 (blocks < 512), else from the page table
 #pragma unroll
@@ -669,8 +673,16 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
     auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item / p.parts]); };
+    // Launched early by PDL, a CTA reads the sequence length, the page table and its first index-key page (history
+    // blocks: complete, never rewritten) before the grid-dependency wait (msa_decode.h, MsaDecodeOptions::pdl): the
+    // trace of session 6 measured 1.5-2.5 us from the wait to the first page at batch 1. Everything the previous
+    // kernel may write (index queries, scores, counters) is touched only after the wait.
+    if (it_begin < it_end && it < it_end) copy_item_page(wbuf, it, first_page);
+    if (!p.persistent) {
+        pdl_wait();
+        trace_event(p.trace, kTrIdxWaited);
+    }
     if (it_begin < it_end) {
-        if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
         if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
             if (p.wgmma)
@@ -730,7 +742,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     __threadfence();
     trace_event(p.trace, kTrTopkStart);
     for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
-    trace_barrier_event(p.trace, kTrTopkEnd);
+    trace_barrier_event(p.trace, kTrTopkEnd);  // (trace builds only: a CTA barrier first)
     if (p.ready) {  // publish the request's rows: every writer fences, then one release store
         __threadfence();
         __syncthreads();
@@ -752,14 +764,13 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
     trace_event(p.trace, kTrIdxStart);
-    // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
-    // nothing is read before it has completed (a no-op without PDL).
-    pdl_wait();
-    trace_event(p.trace, kTrIdxWaited);
-    if (!p.persistent) {
+    if (!p.persistent) {  // index_unit waits for the previous kernel once its first page is on the way
         index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
+    // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL).
+    pdl_wait();
+    trace_event(p.trace, kTrIdxWaited);
     const int total = p.chunks * p.batch;
     for (;;) {
         __syncthreads();  // the previous unit is done with the shared memory
@@ -913,10 +924,26 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 #ifndef MSA_ATTN_MIN_CTAS  // resident 4-warp attention CTAs per SM the register budget is sized for
 #define MSA_ATTN_MIN_CTAS 3
 #endif
+// Normalised merge weight of one split partial from the base-2 LSEs of all splits, one per lane (-inf for an empty
+// split and for lanes past the splits): max and sum over the warp by butterflies (every lane gets the bitwise same
+// result: each step adds the same two values), so the chain is ~12 shuffles rather than 3 x 16 dependent steps of
+// one thread (2.5-2.9 us at batch 1 in the trace of session 6). The cluster and the workspace merges both use it,
+// so that their outputs are bit-identical (the decode test checks it).
+__device__ __forceinline__ float split_weight(float x) {
+    float mxl = x;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mxl = fmaxf(mxl, __shfl_xor_sync(0xffffffffu, mxl, o));
+    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : exp2f(x - mxl);
+    float den = e;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+    return (den > 0.f && x != -CUDART_INF_F) ? e / den : 0.f;
+}
+
 template <bool kCluster, int kAW>
 __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
-    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_lse[16][16];
+    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
@@ -1067,6 +1094,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         slab[slab_idx(r + 8, 32 * c + 16 + nd)] = o[nd][3];
     }
     __syncthreads();
+    trace_event(p.trace, kTrAttnSlabs);
     if (tid < 16) {
         float M = -CUDART_INF_F;
         for (int w = 0; w < kAW; ++w) M = fmaxf(M, s_m[w][tid]);
@@ -1077,6 +1105,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             L += f * s_l[w][tid];
         }
         s_L[tid] = L;
+        s_scale[tid] = 128.0f / L;  // 128 undoes V's 2^-7; used only where L > 0 (one division per head, here)
         s_lse[0][tid] = L > 0.f ? M * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
     }
     __syncthreads();
@@ -1096,8 +1125,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             float acc = 0.f;
 #pragma unroll
             for (int w = 0; w < kAW; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
-            const float L = s_L[head];
-            const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
+            const float val = s_L[head] > 0.f ? acc * s_scale[head] : 0.f;
             if (p.splits == 1)
                 p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
             else if (kCluster)
@@ -1119,34 +1147,31 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         trace_event(p.trace, kTrAttnMerged);
         cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
         trace_event(p.trace, kTrAttnSynced);
-        for (int head = split + hgrp * p.splits; head < p.G; head += p.splits * (kAW / 4)) {
-            float lse[16], v[16];
+        // The heads this CTA merges are split + i * splits (i = hgrp, hgrp + kAW / 4, ...): warp i loads head i's
+        // LSEs of every split (lane = split) and writes their weights to s_f[i][split]; then each thread (one dim)
+        // sums the splits' outputs.
+        const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
+        for (int i = warp; i < n_own; i += kAW) {
+            const float x = lane < p.splits ? *cluster.map_shared_rank(&s_lse[0][split + i * p.splits], lane)
+                                            : -CUDART_INF_F;
+            const float w = split_weight(x);
+            if (lane < p.splits) s_f[i][lane] = w;
+        }
+        __syncthreads();
+        trace_event(p.trace, kTrAttnWeighted);
+        for (int i = hgrp; i < n_own; i += kAW / 4) {
+            const int head = split + i * p.splits;
+            float v[16];
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {  // all remote loads issued together
-                if (j < p.splits) {
-                    lse[j] = *cluster.map_shared_rank(&s_lse[0][head], j);
-                    v[j] = *cluster.map_shared_rank(slabs + slab_idx(head, dim), j);
-                }
-            }
-            // Same weights and summation order as the workspace merge below (bit-identical results).
-            float mxl = -CUDART_INF_F;
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-                if (j < p.splits) mxl = fmaxf(mxl, lse[j]);
-            float den = 0.f;
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-                if (j < p.splits) den += (mxl == -CUDART_INF_F || lse[j] == -CUDART_INF_F) ? 0.f : exp2f(lse[j] - mxl);
+            for (int j = 0; j < 16; ++j)  // all remote loads issued together
+                if (j < p.splits) v[j] = *cluster.map_shared_rank(slabs + slab_idx(head, dim), j);
             float acc = 0.f;
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {
-                if (j < p.splits) {
-                    const float w = (den > 0.f && lse[j] != -CUDART_INF_F) ? exp2f(lse[j] - mxl) / den : 0.f;
-                    acc = fmaf(w, v[j], acc);
-                }
-            }
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) acc = fmaf(s_f[i][j], v[j], acc);
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = acc;
         }
+        trace_event(p.trace, kTrAttnStored);
         cluster.sync();  // no CTA leaves while another still reads its shared memory
         trace_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
@@ -1167,15 +1192,9 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     __threadfence();
     for (int i = tid; i < p.splits * 16; i += kAW * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
-    if (tid < 16) {  // per-head merge weights, normalised
-        float mxl = -CUDART_INF_F;
-        for (int j = 0; j < p.splits; ++j) mxl = fmaxf(mxl, s_lse[j][tid]);
-        float den = 0.f;
-        for (int j = 0; j < p.splits; ++j)
-            den += (mxl == -CUDART_INF_F || s_lse[j][tid] == -CUDART_INF_F) ? 0.f : exp2f(s_lse[j][tid] - mxl);
-        for (int j = 0; j < p.splits; ++j)
-            s_f[j][tid] =
-                (den > 0.f && s_lse[j][tid] != -CUDART_INF_F) ? exp2f(s_lse[j][tid] - mxl) / den : 0.f;
+    for (int head = warp; head < 16; head += kAW) {  // per-head merge weights: warp = head, lane = split
+        const float w = split_weight(lane < p.splits ? s_lse[lane][head] : -CUDART_INF_F);
+        if (lane < p.splits) s_f[lane][head] = w;
     }
     __syncthreads();
     const float* wts = &s_f[0][0];

@@ -44,7 +44,10 @@ struct MsaDecodeOptions {
     MsaImpl indexer = MsaImpl::kMma;
     MsaImpl attention = MsaImpl::kMma;
     bool pdl = true;            // programmatic dependent launch: the attention after the indexer, and the indexer
-                                // after whatever the stream ran before (it waits before reading any input)
+                                // after whatever the stream ran before. Before their grid-dependency waits the
+                                // indexer reads seq_lens, page_table and complete (history) blocks of ik_cache,
+                                // the attention q and seq_lens: no kernel that may still run when msa_decode's
+                                // kernels start (with PDL: the one launched just before) may write them.
     int attn_splits = 0;        // split-KV CTAs per (query, kv head); 0 = chosen from the shape and the SM count
     int idx_pages_per_warp = 0; // indexer work items (pages or page parts) per warp; 0 = chosen from the shape
     int idx_parts = 0;          // 1, 2 or 4 token ranges per index-K page (one per warp); 0 = chosen from the shape
@@ -143,13 +146,18 @@ enum DecodeTraceEvent : int {
     kTrIdxFirstImage, // ... first work item's keys in shared memory (warp 0; FP8 wgmma indexer only)
     kTrIdxScored,     // ... all its block maxima written (CTA barrier before the arrival atomic)
     kTrTopkStart,     // last CTA of a request: top-k begins
+    kTrTopkLoaded,    // ... row 0's scores loaded and reduced to min and max
+    kTrTopkInserted,  // ... row 0's per-lane top-15 lists built
     kTrTopkEnd,       // ... top-k rows written
     kTrAttnStart,     // attention CTA entered
     kTrAttnWaited,    // ... past the wait for the indexer
     kTrAttnPages,     // ... selected pages read (CTA barrier)
     kTrAttnComputed,  // ... all its warps done with the pages (CTA barrier before the merge)
+    kTrAttnSlabs,     // ... the warps' partial outputs in shared memory (CTA barrier)
     kTrAttnMerged,    // ... its warps' partials merged (before the cluster barrier / the partial stores)
     kTrAttnSynced,    // ... past the cluster barrier (cluster merge) or the arrival atomic (workspace merge)
+    kTrAttnWeighted,  // ... cluster merge: merge weights computed (CTA barrier)
+    kTrAttnStored,    // ... cluster merge: outputs stored (before the last cluster barrier)
     kTrAttnEnd,       // ... about to exit
     kDecodeTraceEvents
 };
