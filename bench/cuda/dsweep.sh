@@ -12,10 +12,10 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 5, run H: the 8-query indexer on wgmma m64n32k16 (MSA_Q8_WGMMA=2, or 3: descriptor offsets exchanged).
-# Earlier sweeps: docs/cuda-notes.md sections 13-16.
-sw new $Q8; sw q8wg $Q8 MSA_Q8_WGMMA=2; sw q8wgx $Q8 MSA_Q8_WGMMA=3; sw q8wg_parts2 $Q8 MSA_Q8_WGMMA=2 MSA_IDX_PARTS=2
-sw q8wgx_parts2 $Q8 MSA_Q8_WGMMA=3 MSA_IDX_PARTS=2
+# Session 6: ready flags and 8-warp attention CTAs again, after the batch-1 latency changes (docs/cuda-notes.md
+# section 17). Earlier sweeps: sections 13-16.
+MID=2:8192:1,4:32768:1,32:32768:1
+sw new $LAT,$MID,$BIG,$Q8; sw ready $LAT,$MID,$BIG,$Q8 MSA_READY=2; sw warps8 $LAT,$MID MSA_ATTN_WARPS=8
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

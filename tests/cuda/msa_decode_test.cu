@@ -155,9 +155,14 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
     clus.idx_fp8 = 2;  // the FP8 indexer in the persistent grid, with the automatic page parts
     clus.attn_ready = 2;  // per-request ready flags instead of the grid wait  // 7 persistent indexer CTAs: each takes many work units
-    const Variant variants[] = {{"mma auto", {}}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
+    clus.attn_warps = 4;  // 4-warp CTAs with the per-warp page pipeline (auto picks 8 warps for small clusters)
+    // The workspace merge must equal variant 0 bit for bit: both 4-warp CTAs with the same splits (the 8-warp CTAs
+    // that auto picks at batch 1 sum the tokens in another order).
+    MsaDecodeOptions four; four.attn_warps = 4;
+    global.attn_warps = 4;
+    const Variant variants[] = {{"mma auto, 4 warps", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma", wg16}};
+                                {"simt", simt}, {"mma q8 wgmma", wg16}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {

@@ -1320,7 +1320,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // -1.9% at 32 x 128K / 32 x 32K with 8 queries; +0.4 to +0.8 us at batch <= 8 with one page per CTA).
     p.attn_warp_pipe = opt.attn_warp_pipe == 2 || (opt.attn_warp_pipe == 0 && p.attn_pages_per_split >= 3);
     p.attn_ready = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma &&
-                   opt.attn_ready == 2;  // run 5: the grid wait was 0.4-1.4 us faster than the flags on every case
+                   (opt.attn_ready == 2 || (opt.attn_ready == 0 && units >= 16));  // MsaDecodeOptions::attn_ready
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
         // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
@@ -1369,8 +1369,10 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // the device can place such a cluster.
     const bool want_cluster = p.attn_splits > 1 && opt.attention == MsaImpl::kMma &&
                               (opt.attn_cluster == 2 || (opt.attn_cluster == 0 && units <= 32));
-    // 8 warps per CTA (16-token slices: a shorter chain per warp) only with one split or the cluster merge.
-    p.attn_warps = opt.attn_warps == 8 && opt.attention == MsaImpl::kMma && (want_cluster || p.attn_splits == 1) ? 8 : 4;
+    // 8 warps per CTA (16-token slices: a shorter chain per warp) only with one split or the cluster merge; by
+    // default for a cluster merge of at most 64 CTAs (MsaDecodeOptions::attn_warps).
+    const bool warps8 = opt.attn_warps == 8 || (opt.attn_warps == 0 && want_cluster && units * p.attn_splits <= 64);
+    p.attn_warps = warps8 && opt.attention == MsaImpl::kMma && (want_cluster || p.attn_splits == 1) ? 8 : 4;
     if (p.attn_warps == 8) p.attn_warp_pipe = false;
     if (want_cluster) {
         cudaLaunchConfig_t cfg{};

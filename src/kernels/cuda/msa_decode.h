@@ -62,9 +62,10 @@ struct MsaDecodeOptions {
     // counter; measured slower in run 5). idx_ctas > 0 caps the persistent grid (tests).
     int idx_persistent = 0;
     int idx_ctas = 0;
-    // How the attention waits for the top-k: 0/1 = the grid dependency (griddepcontrol.wait), 2 = per-request ready
+    // How the attention waits for the top-k: 1 = the grid dependency (griddepcontrol.wait), 2 = per-request ready
     // flags (the indexer CTA that ran a request's top-k publishes it; the attention CTAs, launched early by PDL,
-    // start when their request is ready; measured 0.4-1.4 us slower than the grid wait in run 5).
+    // start when their request is ready), 0 = flags from 16 (query, kv head) units up (session 6 sweep: 2-9% faster
+    // from 4 x 32K up, 32 x 128K with 8 queries 326.9 -> 304.0 us; 0.3-0.4 us slower at batch 1-2).
     int attn_ready = 0;
     // Attention page pipeline: 0 = per warp when a CTA streams >= 3 pages, 1 = CTA-wide (all threads copy whole K/V
     // pages, two barriers per page), 2 = per warp (each warp copies and waits only for its own 32-token slices, three
@@ -72,8 +73,10 @@ struct MsaDecodeOptions {
     int attn_warp_pipe = 0;
     // 1 = launch the indexer without PDL even when pdl is on (only the attention overlaps the indexer's tail).
     int idx_pdl = 0;
-    // Attention CTA size: 0/4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
-    // per-warp chain, for latency at small batch), used only with one split or the cluster merge.
+    // Attention CTA size: 4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
+    // per-warp chain, for latency at small batch), used only with one split or the cluster merge; 0 = 8 when the
+    // cluster merge has at most 64 CTAs (batch 1: session 6 sweep 0.3-1.1 us faster; at 128 CTAs, batch 2, the
+    // 16-CTA clusters of 256 threads no longer fit in one wave: 16.4 -> 22.0 us), else 4.
     int attn_warps = 0;
     // Index-query n-tiles (8 index rows each) scored per pass over a decoded page: 0 = as many as fit (1, 2 or 4),
     // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
