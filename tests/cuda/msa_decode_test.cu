@@ -158,8 +158,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     clus.attn_warps = 4;  // 4-warp CTAs with the per-warp page pipeline (auto picks 8 warps for small clusters)
     // The workspace merge must equal variant 0 bit for bit: both 4-warp CTAs with the same splits (the 8-warp CTAs
     // that auto picks at batch 1 sum the tokens in another order).
-    MsaDecodeOptions four; four.attn_warps = 4;
-    global.attn_warps = 4;
+    // They also run the top-k in different places (the attention CTAs / the indexer's last CTA): same picks, same order.
+    MsaDecodeOptions four; four.attn_warps = 4; four.attn_topk = 2;
+    global.attn_warps = 4; global.attn_topk = 1;
     const Variant variants[] = {{"mma auto, 4 warps", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
                                 {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
                                 {"simt", simt}, {"mma q8 wgmma", wg16}, {"mma auto", {}}};

@@ -109,6 +109,7 @@ struct IdxParams {
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
     unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
+    bool attn_topk;  // the attention CTAs run the top-k (AttnParams::scores); the last CTA only publishes the scores
 };
 
 // Where the indexer stores row `row`'s maximum over work item `item` (block item / parts, page part item % parts).
@@ -324,29 +325,20 @@ __device__ __forceinline__ void load_scores(const float* sc, int base, int n, in
 }
 
 // Keyed top-k of one index row (msa.md section 3) by one warp: 16-bit quantised keys, per-lane sorted top-15
-// lists, then k-1 rounds of warp max. Writes logical ids (local last) and the physical pages they map to.
-__device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lane) {
-    const int qi = row / p.nkv;
-    const int pos = kv_len - p.q_len + qi;
-    const std::size_t obase = (static_cast<std::size_t>(s) * p.rows + row) * p.topk;
-    int* out = p.topk_out + obase;
-    int* pages = p.sel_pages + obase;
-    const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
-    if (pos < 0) {
-        for (int i = lane; i < p.topk; i += 32) out[i] = pages[i] = -1;
-        return;
-    }
+// lists, then k-1 rounds of warp max. Lane k < topk gets the k-th pick (logical block id, the local block last) and
+// the physical page it maps to, -1 for none; lanes >= topk get -1. sc: the row's block maxima (`parts` per block,
+// row_scores), pt: the request's page-table row, pos: the query's position. trace: row 0 of the indexer only.
+struct TopkPick {
+    int blk, page;
+};
+__device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos, int topk, int lane,
+                              unsigned long long* trace) {
+    if (pos < 0) return {-1, -1};
     const int local = pos / kBlock;
-    if (local + 1 <= p.topk) {
-        for (int i = lane; i < p.topk; i += 32) {
-            const int pg = i <= local ? pt[i] : -1;
-            out[i] = i <= local ? i : -1;
-            pages[i] = pg;
-            prefetch_page_kv(p, pg);
-        }
-        return;
+    if (local + 1 <= topk) {
+        const bool on = lane <= local;  // (local < topk <= 16)
+        return {on ? lane : -1, on ? pt[lane] : -1};
     }
-    const float* sc = score_slot(p, s, row, 0);
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
     float v0[16];  // the first 512 blocks stay in registers for the second pass
@@ -356,14 +348,14 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
 #pragma unroll
     for (int k = 0; k < 16; ++k)
         if (lane + 32 * k > local) pt0[k] = -1;
-    load_scores(sc, 0, n, p.parts, lane, v0);
+    load_scores(sc, 0, n, parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
         if (base == 0) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) v[k] = v0[k];
         } else {
-            load_scores(sc, base, n, p.parts, lane, v);
+            load_scores(sc, base, n, parts, lane, v);
         }
 #pragma unroll
         for (int k = 0; k < 16; ++k)
@@ -371,7 +363,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
-    if (row == 0) trace_event(p.trace, kTrTopkLoaded);
+    trace_event(trace, kTrTopkLoaded);
     const KeyedQuant kq = keyed_quant(mn, mx);
     std::uint32_t top[15];
 #pragma unroll
@@ -382,7 +374,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
 #pragma unroll
             for (int k = 0; k < 16; ++k) v[k] = v0[k];
         } else {
-            load_scores(sc, base, n, p.parts, lane, v);
+            load_scores(sc, base, n, parts, lane, v);
         }
         std::uint32_t x[16];  // this lane's keys of the chunk (0 past n: below every real key), sorted and merged
 #pragma unroll
@@ -393,19 +385,28 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         sort16_desc(x);
         top15_merge(top, x);
     }
-    if (row == 0) trace_event(p.trace, kTrTopkInserted);
-    const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
+    trace_event(trace, kTrTopkInserted);
+    const int mine = top15_pick(top, topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     int pg = -1;  // the pick's page from the registers of lane mine % 32 (blocks < 512), else from the page table
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
         const int t = __shfl_sync(0xffffffffu, pt0[k], mine & 31);
         if (k == (mine >> 5)) pg = t;
     }
+    if (lane >= topk) return {-1, -1};
+    if (mine >= 512) pg = pt[mine];
+    return {mine, pg};
+}
+// The indexer's top-k of one row: picks to topk_out and sel_pages (and the optional L2 prefetch).
+__device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lane) {
+    const int pos = kv_len - p.q_len + row / p.nkv;
+    const TopkPick pk = topk_pick(score_slot(p, s, row, 0), p.parts, p.page_table + static_cast<std::size_t>(s) * p.max_blocks,
+                                  pos, p.topk, lane, row == 0 ? p.trace : nullptr);
     if (lane < p.topk) {
-        if (mine >= 512) pg = pt[mine];
-        out[lane] = mine;
-        pages[lane] = pg;
-        prefetch_page_kv(p, pg);
+        const std::size_t o = (static_cast<std::size_t>(s) * p.rows + row) * p.topk + lane;
+        p.topk_out[o] = pk.blk;
+        p.sel_pages[o] = pk.page;
+        prefetch_page_kv(p, pk.page);
     }
 }
 
@@ -741,7 +742,8 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!s_last) return;
     __threadfence();
     trace_event(p.trace, kTrTopkStart);
-    for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
+    if (!p.attn_topk)
+        for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
     trace_barrier_event(p.trace, kTrTopkEnd);  // (trace builds only: a CTA barrier first)
     if (p.ready) {  // publish the request's rows: every writer fences, then one release store
         __threadfence();
@@ -790,13 +792,18 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
 // ---------------------------------------------------------------- sparse attention
 struct AttnParams {
     const std::uint8_t* q; const std::uint8_t* k_cache; const std::uint8_t* v_cache;
-    const int* seq_lens; const int* topk_idx; const int* sel_pages; const int* page_table;
+    const int* seq_lens; int* topk_idx; const int* sel_pages; const int* page_table;
     float* out; float* part_o; float* part_lse; unsigned* counters;
     unsigned* ready; unsigned* consumed;  // per request (see IdxParams::ready); consumed counts the CTAs that saw it
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
     bool warp_pipe;
     Mul mul;
     unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
+    // Non-null: the indexer's block maxima (IdxParams::scores layout); each CTA runs its (query, kv head) row's top-k
+    // itself (split 0 writes it to topk_idx), in parallel over the rows instead of the indexer's last CTA per request
+    // looping over them (8 rows per warp with 8 queries).
+    const float* scores;
+    int parts;
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
@@ -989,7 +996,17 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
         int blk = -1, pg = -1;
         const int slot = split * p.pages_per_split + lane;
-        if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
+        if (p.scores) {
+            const TopkPick pk = topk_pick(p.scores + unit * p.max_blocks * p.parts, p.parts,
+                                          p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane,
+                                          nullptr);
+            if (split == 0 && lane < p.topk) p.topk_idx[unit * p.topk + lane] = pk.blk;
+            const int b = __shfl_sync(0xffffffffu, pk.blk, slot & 31), g = __shfl_sync(0xffffffffu, pk.page, slot & 31);
+            if (lane < p.pages_per_split && slot < p.topk) {
+                blk = b;
+                pg = g;
+            }
+        } else if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
             blk = __ldcg(p.topk_idx + unit * p.topk + slot);
             if (p.sel_pages) pg = __ldcg(p.sel_pages + unit * p.topk + slot);  // no dependent page-table load
             else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
@@ -1319,6 +1336,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // Per-warp pipeline when a CTA streams several pages (run 5: -1.6% at 32 x 128K, -0.6% at 64 x 64K, -1.1% and
     // -1.9% at 32 x 128K / 32 x 32K with 8 queries; +0.4 to +0.8 us at batch <= 8 with one page per CTA).
     p.attn_warp_pipe = opt.attn_warp_pipe == 2 || (opt.attn_warp_pipe == 0 && p.attn_pages_per_split >= 3);
+    p.attn_topk = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma && !p.prefetch &&
+                  (opt.attn_topk == 2 || (opt.attn_topk == 0 && (q_len > 1 || units <= 16)));  // MsaDecodeOptions::attn_topk
     p.attn_ready = opt.indexer == MsaImpl::kMma && opt.attention == MsaImpl::kMma &&
                    (opt.attn_ready == 2 || (opt.attn_ready == 0 && units >= 16));  // MsaDecodeOptions::attn_ready
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
@@ -1420,7 +1439,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16, g_trace};
+                           p.idx_wg16, g_trace, p.attn_topk};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -1451,7 +1470,8 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
                         a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
                         p.q_len, nq, nkv, G, p.geo.topk,
-                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace};
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace,
+                        p.attn_topk ? scores : nullptr, p.idx_parts};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(p.attn_warps * 32);

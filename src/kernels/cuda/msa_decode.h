@@ -78,6 +78,12 @@ struct MsaDecodeOptions {
     // cluster merge has at most 64 CTAs (batch 1: session 6 sweep 0.3-1.1 us faster; at 128 CTAs, batch 2, the
     // 16-CTA clusters of 256 threads no longer fit in one wave: 16.4 -> 22.0 us), else 4.
     int attn_warps = 0;
+    // Where a row's top-k runs: 1 = the indexer's last CTA of each request (its 4 warps loop over the request's
+    // rows), 2 = every attention CTA runs its own row's (split 0 writes topk_out; the other splits of the row compute
+    // the same picks), 0 = 2 for several queries per request or at most 16 (query, kv head) units, else 1. Session 6
+    // (1 -> 2): 1 x 8K 14.5 -> 12.3 us, 1 x 32K 15.3 -> 13.0, 1 x 128K 21.1 -> 18.6, 8 x 32K with 8 queries 86.3 ->
+    // 72.2, 32 x 128K with 8 queries 307.4 -> 299.6; but 32 x 128K 126.2 -> 138.0 (4 splits each redo the row).
+    int attn_topk = 0;
     // Index-query n-tiles (8 index rows each) scored per pass over a decoded page: 0 = as many as fit (1, 2 or 4),
     // else 1, 2 or 4 (fewer registers and more resident warps, but a page is decoded once per pass).
     int idx_nt_pass = 0;
@@ -115,6 +121,7 @@ struct MsaDecodePlan {
     bool attn_ready = false;    // per-request ready flags between the indexer and the attention
     bool attn_warp_pipe = false;
     int attn_warps = 4;         // warps per attention CTA
+    bool attn_topk = false;     // the attention CTAs run the top-k (MsaDecodeOptions::attn_topk)
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
