@@ -31,8 +31,9 @@ void quantize_rows_q8(const float* x, std::int64_t m, std::int64_t k, Q8Rows& ou
             const float d = amax / 127.0f;
             const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
             std::int8_t* dst = out.q.data() + i * k;
+            const Q8GroupSlots slot = q8_group_slots(g, k);
             for (int e = 0; e < 16; ++e) {
-                dst[q8_index(g * 16 + e, k)] =
+                dst[(e & 1) ? slot.hi + e / 2 : slot.lo + e / 2] =
                     static_cast<std::int8_t>(std::clamp(std::nearbyint(src[e] * inv), -127.0f, 127.0f));
             }
             out.d[static_cast<std::size_t>(i * (k / 16) + g)] = d;
@@ -63,10 +64,11 @@ void quantize_rows_w4a4(const float* x, std::int64_t m, std::int64_t k, W4a4Inpu
         out.row_mul[static_cast<std::size_t>(i)] = row_mul;
         for (std::int64_t g = 0; g < k / 16; ++g) {
             std::int8_t* dst = out.q.data() + i * k;
-            for (int e = 0; e < 16; ++e) {
-                const std::uint8_t byte = packed[static_cast<std::size_t>(g * 8 + e / 2)];
-                const std::uint8_t code = (e & 1) ? (byte >> 4) : (byte & 0x0F);
-                dst[q8_index(g * 16 + e, k)] = kE2m1Doubled[code];
+            const Q8GroupSlots slot = q8_group_slots(g, k);
+            for (int b = 0; b < 8; ++b) {  // byte b holds elements 2b (low nibble) and 2b + 1 (high nibble)
+                const std::uint8_t byte = packed[static_cast<std::size_t>(g * 8 + b)];
+                dst[slot.lo + b] = kE2m1Doubled[byte & 0x0F];
+                dst[slot.hi + b] = kE2m1Doubled[byte >> 4];
             }
             out.d[static_cast<std::size_t>(i * (k / 16) + g)] = 0.5f * e4m3_value(scales[static_cast<std::size_t>(g)]);
         }
