@@ -5,6 +5,7 @@
 // subnormals, +-448 and negatives, activations at the int8 limits and the doubled E2M1 values of W4A4, row lengths
 // that take the AVX2 kernel (multiples of 64, also odd numbers of 64) and those that take the scalar path, and
 // tile remainders (output counts not a multiple of the tile width, 1-9 activation rows).
+#include "formats/nvfp4.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/linear.h"
 #include "support/cpu_mode.h"
@@ -201,6 +202,50 @@ TEST(Nvfp4Q8Layout, IndexIsABijectionAndGroupSlotsAgree) {
             ASSERT_EQ(s, ((j & 1) ? g.hi : g.lo) + (j % 16) / 2) << "k " << k << " j " << j;
         }
         for (int c : seen) ASSERT_EQ(c, 1) << "k " << k;
+    }
+}
+
+// quantize_rows_w4a4 (SIMD amax and unpacking, and the scalar path) against the formats library's quantiser and
+// dequantiser, element by element through q8_value: every slot of the stored order holds its element.
+TEST(W4a4Quantiser, MatchesTheFormatsLibraryInBothPaths) {
+    std::mt19937 rng(5);
+    for (std::int64_t k : {16, 48, 64, 80, 192, 1088}) {
+        const std::int64_t m = 3;
+        std::vector<float> x(static_cast<std::size_t>(m * k));
+        for (auto& v : x) v = std::uniform_real_distribution<float>(-4.0f, 4.0f)(rng);
+        x[1] = std::nanf("");                                    // ignored by the row maximum
+        x[static_cast<std::size_t>(k + 2)] = -100.0f;            // the row maximum, negative
+        for (std::int64_t j = 0; j < k; ++j) x[static_cast<std::size_t>(2 * k + j)] = 0.0f;  // an all-zero row
+        for (auto input : {cpu::W4a4Input::fc1, cpu::W4a4Input::fc2}) {
+            cpu::Q8Rows simd, scalar;
+            cpu::quantize_rows_w4a4(x.data(), m, k, input, simd);
+            {
+                test::ScopedCpuFeatures off(false);
+                cpu::quantize_rows_w4a4(x.data(), m, k, input, scalar);
+            }
+            ASSERT_EQ(simd.q, scalar.q) << "k " << k;
+            ASSERT_EQ(0, std::memcmp(simd.d.data(), scalar.d.data(), simd.d.size() * sizeof(float))) << "k " << k;
+            ASSERT_EQ(simd.row_mul, scalar.row_mul);
+            for (std::int64_t i = 0; i < m; ++i) {
+                float amax = 0.0f;
+                for (std::int64_t j = 0; j < k; ++j) {
+                    const float v = std::fabs(x[static_cast<std::size_t>(i * k + j)]);
+                    if (v > amax) amax = v;
+                }
+                std::vector<float> want(static_cast<std::size_t>(k), 0.0f);
+                if (input == cpu::W4a4Input::fc2 || amax > 0.0f) {
+                    const float S = input == cpu::W4a4Input::fc1 ? 2688.0f / amax : 16.0f;
+                    std::vector<std::uint8_t> packed(static_cast<std::size_t>(k / 2)), scales(static_cast<std::size_t>(k / 16));
+                    nvfp4_quantize_activation_row(x.data() + i * k, static_cast<std::size_t>(k), S, packed.data(), scales.data());
+                    nvfp4_dequantize(packed.data(), scales.data(), static_cast<std::size_t>(k), 1.0f, want.data());
+                }
+                for (std::int64_t j = 0; j < k; ++j) {
+                    const float got = cpu::q8_value(simd, i, j);
+                    const float w = want[static_cast<std::size_t>(j)];
+                    ASSERT_TRUE(got == w || (std::isnan(got) && std::isnan(w))) << "k " << k << " row " << i << " j " << j << ": " << got << " vs " << w;
+                }
+            }
+        }
     }
 }
 
