@@ -7,7 +7,8 @@
 //                  [--reps R] [--threads T] [--stream] [--out FILE] [--commit SHA] [--label TEXT]
 //
 // --stream: round-robin over copies of the matrix totalling >= 192 MiB (weights from memory); otherwise one matrix
-// (in cache when it fits). GB/s counts the weight bytes (codes + scales) per call.
+// (in cache when it fits). GB/s counts the weight bytes (codes + scales) per call. --out appends its records to the
+// JSON array already in FILE (or starts one).
 #include "common/bench_host.h"
 #include "core/parallel.h"
 #include "formats/mxfp8.h"
@@ -164,7 +165,14 @@ int run(int argc, char** argv) {
         add(figure + "_wall", static_cast<double>(bytes) / t_wall / 1e9, "GB/s");
         add(figure + "_cputime", static_cast<double>(bytes) / t_cpu / 1e9, "GB/s per CPU-second");
         if (mode == 2) add("w4a4_activation_quantiser_" + std::to_string(cols), quant_us, "us per row (CPU time)");
-        std::ofstream(out) << recs.dump(1) << "\n";
+        // Appends to the array already in `out` (one file per suite run collects many cases).
+        nlohmann::json all = nlohmann::json::array();
+        if (std::ifstream in(out); in) {
+            all = nlohmann::json::parse(in, nullptr, false);
+            if (!all.is_array()) all = nlohmann::json::array();
+        }
+        for (auto& r : recs) all.push_back(std::move(r));
+        std::ofstream(out) << all.dump(1) << "\n";
     }
     return 0;
 }
