@@ -11,11 +11,9 @@
 // JSON array already in FILE (or starts one).
 #include "common/bench_host.h"
 #include "core/parallel.h"
-#include "formats/mxfp8.h"
-#include "formats/nvfp4.h"
-#include "formats/scalar_formats.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/random_weights.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,44 +28,6 @@
 
 namespace msa::bench {
 namespace {
-
-struct Matrix {
-    std::vector<std::uint8_t> data, scales;
-    std::vector<std::uint64_t> flags;
-    WeightView view;
-};
-
-// Gaussian weights quantised by the formats library (as a checkpoint holds them).
-Matrix make_matrix(LinearFormat f, std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 0.02f);
-    const auto n = static_cast<std::size_t>(rows * cols);
-    std::vector<float> x(n);
-    for (auto& v : x) v = dist(rng);
-    Matrix m;
-    float global = 1.0f;
-    if (f == LinearFormat::bf16) {
-        m.data.resize(2 * n);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint16_t b = float_to_bf16(x[i]);
-            std::memcpy(m.data.data() + 2 * i, &b, 2);
-        }
-    } else if (f == LinearFormat::mxfp8) {
-        m.data.resize(n);
-        m.scales.resize(n / 32);
-        mxfp8_quantize(x.data(), n, m.data.data(), m.scales.data());
-    } else {
-        m.data.resize(n / 2);
-        m.scales.resize(n / 16);
-        global = nvfp4_quantize_weight(x.data(), n, m.data.data(), m.scales.data());
-    }
-    m.view = {f, rows, cols, m.data.data(), m.scales.empty() ? nullptr : m.scales.data(), global};
-    if (f == LinearFormat::mxfp8) {
-        m.flags = cpu::mxfp8_exponent_zero_blocks(m.view);
-        m.view.mxfp8_exponent_zero_blocks = m.flags.data();
-    }
-    return m;
-}
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -105,22 +65,17 @@ int run(int argc, char** argv) {
     else if (format == "nvfp4_w4a4") mode = 2;
     else if (format != "nvfp4_exact") throw std::runtime_error("unknown format " + format);
 
-    std::vector<Matrix> ms;
-    ms.push_back(make_matrix(f, rows, cols, 1));
+    std::mt19937 wrng(1);
+    std::vector<OwnedLinear> ms;
+    ms.push_back(random_linear(f, rows, cols, wrng));
     const std::size_t bytes = ms[0].view.bytes();
-    while (stream && ms.size() * bytes < (std::size_t{192} << 20)) {
-        Matrix copy = ms[0];
-        copy.view.data = copy.data.data();
-        copy.view.scales = copy.scales.empty() ? nullptr : copy.scales.data();
-        if (!copy.flags.empty()) copy.view.mxfp8_exponent_zero_blocks = copy.flags.data();
-        ms.push_back(std::move(copy));
-    }
+    while (stream && ms.size() * bytes < (std::size_t{192} << 20)) ms.push_back(random_linear(f, rows, cols, wrng, &ms.front()));
     std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(rows));
     std::mt19937 rng(2);
     for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
     cpu::Q8Rows xq;
     if (mode == 2) cpu::quantize_rows_w4a4(x.data(), 1, cols, cpu::W4a4Input::fc1, xq);
-    auto call = [&](const Matrix& m) {
+    auto call = [&](const OwnedLinear& m) {
         if (mode == 2) {
             cpu::linear_q8(m.view, xq, y.data());
         } else {
