@@ -6,9 +6,11 @@
 #
 #   RESULTS_DIR=$OUT bash bench/cpu_host_suite.sh
 #
-# Environment: THREAD_LIST="1 4 8 16", RESULTS_DIR (default bench/results), SKIP_MODEL=1 (GEMVs only),
+# Environment: THREAD_LIST="1 4 8 16", RESULTS_DIR (default bench/results), LABEL (names the host in the file
+# names, e.g. h200host), SKIP_MODEL=1 (GEMVs only),
 # TIMEOUT=150 (seconds per run_cpu_bench.sh run; a run over it is killed and noted, the suite goes on).
-# Output: gemv_<date>_<variant>_t<threads>.json and cpu_<date>_<variant>_t<threads>.json, variant = after / before.
+# Output: gemv_<date>_<LABEL>_<variant>_t<threads>.json and cpu_<date>_<LABEL>_<variant>_t<threads>.json, variant =
+# after / before.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=${RESULTS_DIR:-bench/results}
@@ -23,7 +25,7 @@ for t in ${THREAD_LIST:-1 4 8 16}; do
         export LD_LIBRARY_PATH="$PWD/$dir/lib"
         commit="$(cat $dir/commit.txt) (staged)"
         if [[ -x $dir/msa_gemv_bench ]]; then
-            out="$results/gemv_${date}_${v}_t${t}.json"
+            out="$results/gemv_${date}${LABEL:+_$LABEL}_${v}_t${t}.json"
             rm -f "$out"
             for fmt in nvfp4_w4a4 mxfp8 bf16; do
                 for shape in "--rows 4096 --cols 4096 --stream --calls 60 --reps 5" "--rows 512 --cols 4096 --calls 200 --reps 9"; do
@@ -34,7 +36,7 @@ for t in ${THREAD_LIST:-1 4 8 16}; do
         fi
         if [[ ${SKIP_MODEL:-0} != 1 ]]; then
             start=$(date +%s)
-            BENCH_BIN=$dir/msa_cpu_bench THREADS=$t RANDOM_KV=1 QUICK=1 LABEL=$v RESULTS_DIR=$results \
+            BENCH_BIN=$dir/msa_cpu_bench THREADS=$t RANDOM_KV=1 QUICK=1 LABEL=${LABEL:+${LABEL}_}$v RESULTS_DIR=$results \
                 timeout "${TIMEOUT:-150}" bash bench/run_cpu_bench.sh 2>"$results/.log" || echo "run_cpu_bench.sh $v t=$t failed or timed out (rc $?)" >&2
             grep -E "decode|bandwidth|gemv_nvfp4_w4a4_m1 |gemv_mxfp8_exact_m1 " "$results/.log" | grep -v fraction >&2 || true
             echo "  ($v, $t threads: $(( $(date +%s) - start )) s)" >&2
