@@ -8,7 +8,7 @@
 #
 # Environment: THREAD_LIST="1 4 8 16", RESULTS_DIR (default bench/results), LABEL (names the host in the file
 # names, e.g. h200host), SKIP_MODEL=1 (GEMVs only),
-# TIMEOUT=150 (seconds per run_cpu_bench.sh run; a run over it is killed and noted, the suite goes on).
+# TIMEOUT=240 (seconds per run_cpu_bench.sh run; a run over it is killed and noted, the suite goes on).
 # Output: gemv_<date>_<LABEL>_<variant>_t<threads>.json and cpu_<date>_<LABEL>_<variant>_t<threads>.json, variant =
 # after / before.
 set -uo pipefail
@@ -37,7 +37,7 @@ for t in ${THREAD_LIST:-1 4 8 16}; do
         if [[ ${SKIP_MODEL:-0} != 1 ]]; then
             start=$(date +%s)
             BENCH_BIN=$dir/msa_cpu_bench THREADS=$t RANDOM_KV=1 QUICK=1 LABEL=${LABEL:+${LABEL}_}$v RESULTS_DIR=$results \
-                timeout "${TIMEOUT:-150}" bash bench/run_cpu_bench.sh 2>"$results/.log" || echo "run_cpu_bench.sh $v t=$t failed or timed out (rc $?)" >&2
+                timeout "${TIMEOUT:-240}" bash bench/run_cpu_bench.sh 2>"$results/.log" || echo "run_cpu_bench.sh $v t=$t failed or timed out (rc $?)" >&2
             grep -E "decode|bandwidth|gemv_nvfp4_w4a4_m1 |gemv_mxfp8_exact_m1 " "$results/.log" | grep -v fraction >&2 || true
             echo "  ($v, $t threads: $(( $(date +%s) - start )) s)" >&2
             rm -f "$results/.log"
