@@ -1,7 +1,8 @@
 // MSA decode benchmark (workloads.md sections 1 and 3): CUDA graph of 120 calls, 5 warm-up replays, 20 timed
 // replays, median per call, inputs rotated so the working set exceeds 120 MiB. Prints one JSON object.
-// Usage: msa_cuda_decode_bench [quick|full|case B L q_len|sel B:L:q,B:L:q,...]   (default full: low-latency, vLLM
-// comparison and the 28-case decode suite; sel: the listed cases with the full timing protocol). Environment:
+// Usage: msa_cuda_decode_bench [quick|full|case B L q_len|sel B:L:q,B:L:q,...|trace B:L:q,...]   (default full: low-latency, vLLM
+// comparison and the 28-case decode suite; sel: the listed cases with the full timing protocol; trace: the same plus
+// each case's phase timeline, from a build of the decode kernels with -DMSA_DECODE_TRACE). Environment:
 // MSA_IDX=simt / MSA_ATTN=simt select the SIMT stages, MSA_NO_PDL=1 turns off programmatic dependent launch,
 // MSA_CLUSTER / MSA_PREFETCH (0 auto, 1 off, 2 on), MSA_SPLITS, MSA_IDX_PARTS, MSA_IDX_PPW set the plan options of
 // msa_decode.h, MSA_IDX_PERSIST=2 (persistent) and MSA_IDX_CTAS the indexer grid, MSA_READY=2 ready flags
@@ -53,6 +54,32 @@ static MsaDecodeOptions env_options() {
     return o;
 }
 static int g_warm = 5, g_reps = 20;
+static bool g_trace = false;  // "trace" mode: phase timeline instead of timing (needs a -DMSA_DECODE_TRACE build)
+
+// Trace mode: the per-call event stamps of one replay of the 120-call graph (set_decode_trace), averaged over calls
+// 20..119 relative to each call's first indexer CTA start; also the mean call period (start to next start).
+static void print_trace(const std::vector<unsigned long long>& t, int calls) {
+    constexpr int E = kDecodeTraceEvents;
+    static const char* names[E] = {"idx_start",   "idx_waited",    "idx_image",   "idx_scored",    "topk_start",
+                                   "topk_loaded", "topk_inserted", "topk_end",    "attn_start",    "attn_waited",
+                                   "attn_pages",  "attn_computed", "attn_slabs",  "attn_merged",   "attn_synced",
+                                   "attn_weighted", "attn_stored", "attn_end"};
+    double mn[E] = {}, mx[E] = {}, period = 0;
+    int n = 0, np = 0;
+    for (int c = 20; c < calls; ++c) {
+        const unsigned long long* v = t.data() + size_t(c) * 2 * E;
+        const double t0 = double(v[kTrIdxStart]);
+        for (int e = 0; e < E; ++e) {
+            mn[e] += v[e] == ~0ull ? 0.0 : (double(v[e]) - t0) / 1e3;
+            mx[e] += v[E + e] == 0ull ? 0.0 : (double(v[E + e]) - t0) / 1e3;
+        }
+        ++n;
+        if (c + 1 < calls) { period += (double(t[size_t(c + 1) * 2 * E + kTrIdxStart]) - t0) / 1e3; ++np; }
+    }
+    std::printf(",\"trace\":{\"period_us\":%.3f", period / np);
+    for (int e = 0; e < E; ++e) std::printf(",\"%s\":[%.3f,%.3f]", names[e], mn[e] / n, mx[e] / n);
+    std::printf("}");
+}
 
 static void run(const char* suite, int B, int L, int q_len, double bw, bool& first) {
     std::mt19937 rng(1701);
@@ -98,11 +125,16 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     CK(cudaMalloc(&dout, nq * 4)); CK(cudaMalloc(&dtop, size_t(B) * q_len * 4 * 16 * 4));
     cudaStream_t st; CK(cudaStreamCreate(&st));
     cudaGraph_t g; cudaGraphExec_t ge;
+    unsigned long long* dtrace = nullptr;
+    constexpr int kTraceWords = 2 * kDecodeTraceEvents;
+    if (g_trace) CK(cudaMalloc(&dtrace, 120 * kTraceWords * sizeof(unsigned long long)));
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     for (int c = 0; c < 120; ++c) {
         MsaDecodeArgs a{dq, diq, kc, vc, ikc, dpt + size_t(c % R) * B * max_blocks, dlens, dout, dtop, ws};
+        if (g_trace) set_decode_trace(dtrace + size_t(c) * kTraceWords);
         msa_decode(plan, a, st);
     }
+    set_decode_trace(nullptr);
     CK(cudaStreamEndCapture(st, &g)); CK(cudaGraphInstantiate(&ge, g, 0));
     for (int i = 0; i < g_warm; ++i) CK(cudaGraphLaunch(ge, st));
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
@@ -111,6 +143,17 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
         CK(cudaEventRecord(e0, st)); CK(cudaGraphLaunch(ge, st)); CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
         float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); us.push_back(ms * 1000.0 / 120);
     }
+    std::vector<unsigned long long> trace;
+    if (g_trace) {  // one more replay with the stamps reset: mins all-ones, maxes zero
+        for (int c = 0; c < 120; ++c) {
+            CK(cudaMemsetAsync(dtrace + size_t(c) * kTraceWords, 0xFF, kTraceWords / 2 * sizeof(unsigned long long), st));
+            CK(cudaMemsetAsync(dtrace + size_t(c) * kTraceWords + kTraceWords / 2, 0, kTraceWords / 2 * sizeof(unsigned long long), st));
+        }
+        CK(cudaGraphLaunch(ge, st)); CK(cudaStreamSynchronize(st));
+        trace.resize(120 * size_t(kTraceWords));
+        CK(cudaMemcpy(trace.data(), dtrace, trace.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        cudaFree(dtrace);
+    }
     std::sort(us.begin(), us.end());
     const double med = us[us.size() / 2];
     const double nrep = double(us.size());
@@ -118,12 +161,14 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"attn_warps\":%d,\"warp_pipe\":%d,\"idx_grid\":%d,\"tag\":\"%s\"}\n",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"attn_warps\":%d,\"warp_pipe\":%d,\"idx_grid\":%d,\"tag\":\"%s\"",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
                 floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts,
                 int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), int(plan.attn_ready), plan.attn_warps,
                 int(plan.attn_warp_pipe),
                 plan.idx_persistent ? plan.idx_grid : -plan.idx_chunks * B, std::getenv("MSA_TAG") ? std::getenv("MSA_TAG") : "");
+    if (g_trace) print_trace(trace, 120);
+    std::printf("}\n");
     first = false;
     std::fflush(stdout);
     CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));
@@ -140,6 +185,10 @@ int main(int argc, char** argv) {
         run("case", std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), 4.3e12, first);
         std::printf("]\n");
         return 0;
+    }
+    if (std::strcmp(mode, "trace") == 0 && argc == 3) {  // trace B:L:q,...: phase timelines (MSA_DECODE_TRACE build)
+        g_trace = true;
+        mode = "sel";
     }
     if (std::strcmp(mode, "sel") == 0 && argc == 3) {  // sel B:L:q,...: listed cases, full protocol, copy bw 4.25 TB/s
         bool first = true;

@@ -76,6 +76,25 @@ __device__ __forceinline__ void st_release(unsigned* a, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
 
+// Phase timeline (msa_decode.h, set_decode_trace): thread 0 of the CTA records %globaltimer. trace_barrier_event
+// first waits for the whole CTA; both compile to nothing without MSA_DECODE_TRACE.
+#ifdef MSA_DECODE_TRACE
+__device__ __forceinline__ void trace_event(unsigned long long* t, int ev) {
+    if (t == nullptr || threadIdx.x != 0) return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)::"memory");
+    atomicMin(t + ev, now);
+    atomicMax(t + kDecodeTraceEvents + ev, now);
+}
+__device__ __forceinline__ void trace_barrier_event(unsigned long long* t, int ev) {
+    __syncthreads();
+    trace_event(t, ev);
+}
+#else
+__device__ __forceinline__ void trace_event(unsigned long long*, int) {}
+__device__ __forceinline__ void trace_barrier_event(unsigned long long*, int) {}
+#endif
+
 // ---------------------------------------------------------------- indexer + keyed top-k
 struct IdxParams {
     const std::uint8_t* iq; const std::uint8_t* ik_cache; const int* page_table; const int* seq_lens;
@@ -89,6 +108,7 @@ struct IdxParams {
     Mul mul;
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
+    unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
 };
 
 // Where the indexer stores row `row`'s maximum over work item `item` (block item / parts, page part item % parts).
@@ -279,21 +299,28 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
     return mx;
 }
 
-// Score of history block i: the maximum over the page parts that different warps scored.
-__device__ __forceinline__ float block_score(const float* sc, int i, int parts) {
-    float v = __ldcg(sc + i * parts);
+// 16 block scores per lane (blocks base + lane + 32 k; n >= 1), -inf past n. A block's score is the maximum over
+// the page parts that different warps scored: one vector load per block (the parts of a block are contiguous and
+// aligned), addresses clamped into the row, every load issued before any is used. (The earlier per-block conditional
+// loads each waited out an L2 round trip before the next was issued: 15 us of top-k at 1 x 128K in the phase
+// trace of session 6, docs/cuda-notes.md section 17.)
+template <class V>
+__device__ __forceinline__ void load_score_vectors(const float* sc, int base, int n, int lane, float (&v)[16]) {
+    V x[16];
 #pragma unroll
-    for (int k = 1; k < 4; ++k)
-        if (k < parts) v = fmaxf(v, __ldcg(sc + i * parts + k));
-    return v;
-}
-// 16 block scores per lane (blocks base + lane + 32 k), loaded together; -inf past n.
-__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+    for (int k = 0; k < 16; ++k) x[k] = __ldcg(reinterpret_cast<const V*>(sc) + min(base + lane + 32 * k, n - 1));
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
-        const int i = base + lane + 32 * k;
-        v[k] = i < n ? block_score(sc, i, parts) : -CUDART_INF_F;
+        if constexpr (sizeof(V) == 16) v[k] = fmaxf(fmaxf(x[k].x, x[k].y), fmaxf(x[k].z, x[k].w));
+        else if constexpr (sizeof(V) == 8) v[k] = fmaxf(x[k].x, x[k].y);
+        else v[k] = x[k];
+        if (base + lane + 32 * k >= n) v[k] = -CUDART_INF_F;
     }
+}
+__device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
+    if (parts == 4) load_score_vectors<float4>(sc, base, n, lane, v);
+    else if (parts == 2) load_score_vectors<float2>(sc, base, n, lane, v);
+    else load_score_vectors<float>(sc, base, n, lane, v);
 }
 
 // Keyed top-k of one index row (msa.md section 3) by one warp: 16-bit quantised keys, per-lane sorted top-15
@@ -325,7 +352,10 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     float v0[16];  // the first 512 blocks stay in registers for the second pass
     int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
 #pragma unroll
-    for (int k = 0; k < 16; ++k) pt0[k] = lane + 32 * k <= local ? pt[lane + 32 * k] : -1;
+    for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first; -1 past local below
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+        if (lane + 32 * k > local) pt0[k] = -1;
     load_scores(sc, 0, n, p.parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
@@ -341,6 +371,7 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
+    if (row == 0) trace_event(p.trace, kTrTopkLoaded);
     const KeyedQuant kq = keyed_quant(mn, mx);
     std::uint32_t top[15];
 #pragma unroll
@@ -353,13 +384,16 @@ __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lan
         } else {
             load_scores(sc, base, n, p.parts, lane, v);
         }
+        std::uint32_t x[16];  // this lane's keys of the chunk (0 past n: below every real key), sorted and merged
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
             const int i = base + lane + 32 * k;
-            if (i >= n) break;
-            top15_insert(top, keyed_key(v[k], kq, i));
+            x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
         }
+        sort16_desc(x);
+        top15_merge(top, x);
     }
+    if (row == 0) trace_event(p.trace, kTrTopkInserted);
     const int mine = top15_pick(top, p.topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
     int pg = -1;  // the pick's page from the registers of lane mine % 32 (blocks < 512), else from the page table
 #pragma unroll
@@ -471,6 +505,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     int off[4];
     chunk_offsets(r, off);
     warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
+        if (it == it_begin) trace_event(p.trace, kTrIdxFirstImage);  // thread 0: warp 0's first item has arrived
         if (live) fp8_scale_table(img, R, tab, lane);
         __syncwarp();
         // Each m-tile's 4 wgmmas are waited for before the next m-tile is decoded: the other warpgroups of the SM fill
@@ -638,8 +673,16 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
     auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item / p.parts]); };
+    // Launched early by PDL, a CTA reads the sequence length, the page table and its first index-key page (history
+    // blocks: complete, never rewritten) before the grid-dependency wait (msa_decode.h, MsaDecodeOptions::pdl): the
+    // trace of session 6 measured 1.5-2.5 us from the wait to the first page at batch 1. Everything the previous
+    // kernel may write (index queries, scores, counters) is touched only after the wait.
+    if (it_begin < it_end && it < it_end) copy_item_page(wbuf, it, first_page);
+    if (!p.persistent) {
+        pdl_wait();
+        trace_event(p.trace, kTrIdxWaited);
+    }
     if (it_begin < it_end) {
-        if (it < it_end) copy_item_page(wbuf, it, first_page);
         cp_async_commit();
         if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
             if (p.wgmma)
@@ -692,11 +735,14 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!p.persistent) pdl_trigger();
     __threadfence();
     __syncthreads();
+    trace_event(p.trace, kTrIdxScored);
     if (tid == 0) s_last = atomicAdd(&p.counters[s], 1u) == static_cast<unsigned>(p.chunks - 1);
     __syncthreads();
     if (!s_last) return;
     __threadfence();
+    trace_event(p.trace, kTrTopkStart);
     for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
+    trace_barrier_event(p.trace, kTrTopkEnd);  // (trace builds only: a CTA barrier first)
     if (p.ready) {  // publish the request's rows: every writer fences, then one release store
         __threadfence();
         __syncthreads();
@@ -717,13 +763,14 @@ template <int NT, bool FP8 = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
-    // With programmatic dependent launch this CTA may start while the previous kernel of the stream still runs:
-    // nothing is read before it has completed (a no-op without PDL).
-    pdl_wait();
-    if (!p.persistent) {
+    trace_event(p.trace, kTrIdxStart);
+    if (!p.persistent) {  // index_unit waits for the previous kernel once its first page is on the way
         index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
+    // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL).
+    pdl_wait();
+    trace_event(p.trace, kTrIdxWaited);
     const int total = p.chunks * p.batch;
     for (;;) {
         __syncthreads();  // the previous unit is done with the shared memory
@@ -749,6 +796,7 @@ struct AttnParams {
     int q_len, nq, nkv, G, topk, max_blocks, splits, pages_per_split;
     bool warp_pipe;
     Mul mul;
+    unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
@@ -876,14 +924,31 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 #ifndef MSA_ATTN_MIN_CTAS  // resident 4-warp attention CTAs per SM the register budget is sized for
 #define MSA_ATTN_MIN_CTAS 3
 #endif
+// Normalised merge weight of one split partial from the base-2 LSEs of all splits, one per lane (-inf for an empty
+// split and for lanes past the splits): max and sum over the warp by butterflies (every lane gets the bitwise same
+// result: each step adds the same two values), so the chain is ~12 shuffles rather than 3 x 16 dependent steps of
+// one thread (2.5-2.9 us at batch 1 in the trace of session 6). The cluster and the workspace merges both use it,
+// so that their outputs are bit-identical (the decode test checks it).
+__device__ __forceinline__ float split_weight(float x) {
+    float mxl = x;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mxl = fmaxf(mxl, __shfl_xor_sync(0xffffffffu, mxl, o));
+    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : exp2f(x - mxl);
+    float den = e;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+    return (den > 0.f && x != -CUDART_INF_F) ? e / den : 0.f;
+}
+
 template <bool kCluster, int kAW>
 __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
-    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_lse[16][16];
+    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
+    trace_event(p.trace, kTrAttnStart);
     pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
     const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
@@ -907,6 +972,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
     // only for this request's top-k, published by the indexer CTA that ran it.
     if (!p.ready) pdl_wait();
+    trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
     if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
@@ -937,6 +1003,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         if (lane == 0) s_n = __popc(valid);
     }
     __syncthreads();
+    trace_event(p.trace, kTrAttnPages);
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
@@ -1007,6 +1074,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
         cp_async_wait<0>();
     }
+    trace_barrier_event(p.trace, kTrAttnComputed);
     // ---- merge the four warps
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -1026,6 +1094,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         slab[slab_idx(r + 8, 32 * c + 16 + nd)] = o[nd][3];
     }
     __syncthreads();
+    trace_event(p.trace, kTrAttnSlabs);
     if (tid < 16) {
         float M = -CUDART_INF_F;
         for (int w = 0; w < kAW; ++w) M = fmaxf(M, s_m[w][tid]);
@@ -1036,6 +1105,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             L += f * s_l[w][tid];
         }
         s_L[tid] = L;
+        s_scale[tid] = 128.0f / L;  // 128 undoes V's 2^-7; used only where L > 0 (one division per head, here)
         s_lse[0][tid] = L > 0.f ? M * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
     }
     __syncthreads();
@@ -1055,8 +1125,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             float acc = 0.f;
 #pragma unroll
             for (int w = 0; w < kAW; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
-            const float L = s_L[head];
-            const float val = L > 0.f ? acc * (128.0f / L) : 0.f;  // 128 undoes V's 2^-7
+            const float val = s_L[head] > 0.f ? acc * s_scale[head] : 0.f;
             if (p.splits == 1)
                 p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
             else if (kCluster)
@@ -1068,66 +1137,64 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // With ready flags the CTA never waited for the indexer grid: it waits before it exits, so that this grid
     // completes after the indexer's (its last CTAs still reset counters; the next kernel waits only for this grid).
     if (p.splits == 1) {  // uniform over the grid (and then the launch has no cluster)
+        trace_barrier_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
     if constexpr (kCluster) {
         // Partials: slab 0 (O) and s_lse[0] (base-2 LSE) of every CTA of the cluster; rank == split.
         cg::cluster_group cluster = cg::this_cluster();
+        trace_event(p.trace, kTrAttnMerged);
         cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
-        for (int head = split + hgrp * p.splits; head < p.G; head += p.splits * (kAW / 4)) {
-            float lse[16], v[16];
+        trace_event(p.trace, kTrAttnSynced);
+        // The heads this CTA merges are split + i * splits (i = hgrp, hgrp + kAW / 4, ...): warp i loads head i's
+        // LSEs of every split (lane = split) and writes their weights to s_f[i][split]; then each thread (one dim)
+        // sums the splits' outputs.
+        const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
+        for (int i = warp; i < n_own; i += kAW) {
+            const float x = lane < p.splits ? *cluster.map_shared_rank(&s_lse[0][split + i * p.splits], lane)
+                                            : -CUDART_INF_F;
+            const float w = split_weight(x);
+            if (lane < p.splits) s_f[i][lane] = w;
+        }
+        __syncthreads();
+        trace_event(p.trace, kTrAttnWeighted);
+        for (int i = hgrp; i < n_own; i += kAW / 4) {
+            const int head = split + i * p.splits;
+            float v[16];
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {  // all remote loads issued together
-                if (j < p.splits) {
-                    lse[j] = *cluster.map_shared_rank(&s_lse[0][head], j);
-                    v[j] = *cluster.map_shared_rank(slabs + slab_idx(head, dim), j);
-                }
-            }
-            // Same weights and summation order as the workspace merge below (bit-identical results).
-            float mxl = -CUDART_INF_F;
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-                if (j < p.splits) mxl = fmaxf(mxl, lse[j]);
-            float den = 0.f;
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-                if (j < p.splits) den += (mxl == -CUDART_INF_F || lse[j] == -CUDART_INF_F) ? 0.f : exp2f(lse[j] - mxl);
+            for (int j = 0; j < 16; ++j)  // all remote loads issued together
+                if (j < p.splits) v[j] = *cluster.map_shared_rank(slabs + slab_idx(head, dim), j);
             float acc = 0.f;
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {
-                if (j < p.splits) {
-                    const float w = (den > 0.f && lse[j] != -CUDART_INF_F) ? exp2f(lse[j] - mxl) / den : 0.f;
-                    acc = fmaf(w, v[j], acc);
-                }
-            }
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) acc = fmaf(s_f[i][j], v[j], acc);
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = acc;
         }
+        trace_event(p.trace, kTrAttnStored);
         cluster.sync();  // no CTA leaves while another still reads its shared memory
+        trace_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
+    trace_event(p.trace, kTrAttnMerged);
     if (tid < 16) p.part_lse[(unit * p.splits + split) * 16 + tid] = s_lse[0][tid];
     __threadfence();
     __syncthreads();
     if (tid == 0) s_last = atomicAdd(&p.counters[unit], 1u) == static_cast<unsigned>(p.splits - 1);
     __syncthreads();
+    trace_event(p.trace, kTrAttnSynced);  // here: past the arrival atomic
     if (!s_last) {
+        trace_event(p.trace, kTrAttnEnd);
         if (p.ready) pdl_wait();
         return;
     }
     __threadfence();
     for (int i = tid; i < p.splits * 16; i += kAW * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
-    if (tid < 16) {  // per-head merge weights, normalised
-        float mxl = -CUDART_INF_F;
-        for (int j = 0; j < p.splits; ++j) mxl = fmaxf(mxl, s_lse[j][tid]);
-        float den = 0.f;
-        for (int j = 0; j < p.splits; ++j)
-            den += (mxl == -CUDART_INF_F || s_lse[j][tid] == -CUDART_INF_F) ? 0.f : exp2f(s_lse[j][tid] - mxl);
-        for (int j = 0; j < p.splits; ++j)
-            s_f[j][tid] =
-                (den > 0.f && s_lse[j][tid] != -CUDART_INF_F) ? exp2f(s_lse[j][tid] - mxl) / den : 0.f;
+    for (int head = warp; head < 16; head += kAW) {  // per-head merge weights: warp = head, lane = split
+        const float w = split_weight(lane < p.splits ? s_lse[lane][head] : -CUDART_INF_F);
+        if (lane < p.splits) s_f[lane][head] = w;
     }
     __syncthreads();
     const float* wts = &s_f[0][0];
@@ -1150,6 +1217,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
     }
     if (tid == 0) p.counters[unit] = 0;
+    trace_barrier_event(p.trace, kTrAttnEnd);
     if (p.ready) pdl_wait();
 }
 
@@ -1173,6 +1241,10 @@ int sm_count() {
     return n;
 }
 
+}  // namespace
+
+namespace {
+unsigned long long* g_trace = nullptr;  // set_decode_trace
 }  // namespace
 
 MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int max_blocks, const MsaDecodeOptions& opt) {
@@ -1323,6 +1395,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     return p;
 }
 
+void set_decode_trace(unsigned long long* buf) { g_trace = buf; }
+
 void init_decode_workspace(const MsaDecodePlan& p, void* workspace, cudaStream_t stream) {
     detail::check(cudaMemsetAsync(static_cast<std::uint8_t*>(workspace) + p.counters_off, 0,
                                   p.total_bytes - p.counters_off, stream));
@@ -1344,7 +1418,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16};
+                           p.idx_wg16, g_trace};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -1375,7 +1449,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
                         a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
                         p.q_len, nq, nkv, G, p.geo.topk,
-                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul};
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(p.attn_warps * 32);

@@ -44,7 +44,10 @@ struct MsaDecodeOptions {
     MsaImpl indexer = MsaImpl::kMma;
     MsaImpl attention = MsaImpl::kMma;
     bool pdl = true;            // programmatic dependent launch: the attention after the indexer, and the indexer
-                                // after whatever the stream ran before (it waits before reading any input)
+                                // after whatever the stream ran before. Before their grid-dependency waits the
+                                // indexer reads seq_lens, page_table and complete (history) blocks of ik_cache,
+                                // the attention q and seq_lens: no kernel that may still run when msa_decode's
+                                // kernels start (with PDL: the one launched just before) may write them.
     int attn_splits = 0;        // split-KV CTAs per (query, kv head); 0 = chosen from the shape and the SM count
     int idx_pages_per_warp = 0; // indexer work items (pages or page parts) per warp; 0 = chosen from the shape
     int idx_parts = 0;          // 1, 2 or 4 token ranges per index-K page (one per warp); 0 = chosen from the shape
@@ -131,5 +134,33 @@ struct MsaDecodeArgs {
 // Numerics (kMma): Q and index-Q E4M3 exactly in FP16 (times 2^7), K/V/index-K dequantised exactly to FP16 as
 // e2m1*scale*2^-7, FP32 accumulation on the tensor cores; softmax in FP32, P rounded to FP16 for the PV product.
 void msa_decode(const MsaDecodePlan& plan, const MsaDecodeArgs& a, cudaStream_t stream);
+
+// Phase timeline for latency work. Only builds with -DMSA_DECODE_TRACE write it (bench/cuda/msa_decode_bench.cu
+// "trace" mode; docs/cuda-notes.md); in other builds the pointer is kept and never used. Every msa_decode call made
+// (or captured) while buf is set records, for each event, the earliest %globaltimer value (ns) over the CTAs that
+// reach it in buf[event] (atomicMin) and the latest in buf[kDecodeTraceEvents + event] (atomicMax); the caller
+// initialises the first half to all-ones bits and the second to zero. Null turns it off.
+enum DecodeTraceEvent : int {
+    kTrIdxStart,      // indexer CTA entered (before the grid-dependency wait)
+    kTrIdxWaited,     // ... past the wait: the previous kernel of the stream has completed
+    kTrIdxFirstImage, // ... first work item's keys in shared memory (warp 0; FP8 wgmma indexer only)
+    kTrIdxScored,     // ... all its block maxima written (CTA barrier before the arrival atomic)
+    kTrTopkStart,     // last CTA of a request: top-k begins
+    kTrTopkLoaded,    // ... row 0's scores loaded and reduced to min and max
+    kTrTopkInserted,  // ... row 0's per-lane top-15 lists built
+    kTrTopkEnd,       // ... top-k rows written
+    kTrAttnStart,     // attention CTA entered
+    kTrAttnWaited,    // ... past the wait for the indexer
+    kTrAttnPages,     // ... selected pages read (CTA barrier)
+    kTrAttnComputed,  // ... all its warps done with the pages (CTA barrier before the merge)
+    kTrAttnSlabs,     // ... the warps' partial outputs in shared memory (CTA barrier)
+    kTrAttnMerged,    // ... its warps' partials merged (before the cluster barrier / the partial stores)
+    kTrAttnSynced,    // ... past the cluster barrier (cluster merge) or the arrival atomic (workspace merge)
+    kTrAttnWeighted,  // ... cluster merge: merge weights computed (CTA barrier)
+    kTrAttnStored,    // ... cluster merge: outputs stored (before the last cluster barrier)
+    kTrAttnEnd,       // ... about to exit
+    kDecodeTraceEvents
+};
+void set_decode_trace(unsigned long long* buf);
 
 }  // namespace msa::cuda

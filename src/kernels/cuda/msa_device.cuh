@@ -115,6 +115,41 @@ __device__ __forceinline__ void top15_insert(std::uint32_t (&top)[15], std::uint
         top[j] = hi;
     }
 }
+// Sorts 16 keys descending in registers (bitonic network: 10 stages of 8 independent compare-exchanges, against 16
+// dependent 15-step insertions for the same list; the chain was 1.3 us of the decode top-k at batch 1).
+__device__ __forceinline__ void sort16_desc(std::uint32_t (&x)[16]) {
+#pragma unroll
+    for (int size = 2; size <= 16; size <<= 1)
+#pragma unroll
+        for (int stride = size >> 1; stride > 0; stride >>= 1)
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                const int j = i ^ stride;
+                if (j > i) {
+                    const bool desc = (i & size) == 0 || size == 16;  // the last merge sorts the whole list descending
+                    const std::uint32_t a = x[i], b = x[j];
+                    x[i] = desc ? max(a, b) : min(a, b);
+                    x[j] = desc ? min(a, b) : max(a, b);
+                }
+            }
+}
+// Merges a descending list of 16 keys into a lane's descending top-15 list (the 15 largest of both stay).
+__device__ __forceinline__ void top15_merge(std::uint32_t (&top)[15], const std::uint32_t (&x)[16]) {
+    std::uint32_t c[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) c[i] = max(i < 15 ? top[i] : 0u, x[15 - i]);  // the 16 largest, bitonic
+#pragma unroll
+    for (int stride = 8; stride > 0; stride >>= 1)
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+            if ((i & stride) == 0) {
+                const std::uint32_t a = c[i], b = c[i + stride];
+                c[i] = max(a, b);
+                c[i + stride] = min(a, b);
+            }
+#pragma unroll
+    for (int i = 0; i < 15; ++i) top[i] = c[i];
+}
 // k - 1 rounds of warp max over the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
 // lanes keep `mine`.
 __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {
