@@ -138,7 +138,7 @@ TEST_P(Nvfp4Q8GemvTest, MatchesTheDoubleReferenceOnArbitraryCodes) {
     struct Shape {
         std::int64_t n, k;
     };
-    const Shape shapes[] = {{1, 64}, {7, 64}, {13, 192}, {9, 128}, {22, 1088}, {5, 48}, {6, 96}, {4, 16}};
+    const Shape shapes[] = {{1, 64}, {7, 64}, {13, 192}, {9, 128}, {22, 1088}, {5, 32}, {6, 96}, {11, 160}, {5, 224}, {5, 48}, {4, 16}};
     std::uint32_t seed = 1;
     for (const Shape& s : shapes) {
         for (std::int64_t m : {1, 2, 3, 4, 5, 9}) {

@@ -28,7 +28,7 @@
 namespace msa::cpu {
 namespace {
 
-// MR activation rows against NR consecutive weight rows; K a multiple of 64.
+// MR activation rows against NR consecutive weight rows; K a multiple of 32.
 template <int MR, int NR>
 void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n, bool prefetch) {
     const std::int64_t K = job.w->cols;
@@ -54,52 +54,99 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
     __m256 acc[MR][NR];
     for (int i = 0; i < MR; ++i)
         for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
-    for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
-        const bool full = groups - g0 >= 8;  // else 4 blocks (K is a multiple of 64)
+    // c[i][r][b] = the product of scales of block g0 + b: (weight E4M3 * 2^-8) * (activation unit * 128) = weight
+    // scale / 2 * unit, one rounding of the same product the scalar path forms. A partial group (the row's last 2, 4
+    // or 6 blocks) reads only its own blocks.
+    auto scales = [&](std::int64_t g0, int blocks, __m256 (&c)[MR][NR]) __attribute__((always_inline)) {
+        __m256 d128[MR];
+        for (int i = 0; i < MR; ++i) {
+            const float* d = xq.d.data() + (i0 + i) * groups + g0;
+            __m256 dv;
+            if (blocks == 8) {
+                dv = _mm256_loadu_ps(d);
+            } else {
+                alignas(32) float part[8] = {};
+                std::memcpy(part, d, sizeof(float) * static_cast<std::size_t>(blocks));
+                dv = _mm256_load_ps(part);
+            }
+            d128[i] = _mm256_mul_ps(dv, _mm256_set1_ps(128.0f));
+        }
+        for (int r = 0; r < NR; ++r) {
+            __m256 w8;
+            if (blocks == 8) {
+                w8 = avx2::e4m3x8_times_2e_8(ws[r] + g0);
+            } else {
+                alignas(8) std::uint8_t part[8] = {};
+                std::memcpy(part, ws[r] + g0, static_cast<std::size_t>(blocks));
+                w8 = avx2::e4m3x8_times_2e_8(part);
+            }
+            for (int i = 0; i < MR; ++i) c[i][r] = _mm256_mul_ps(w8, d128[i]);
+        }
+    };
+    // Blocks g0 + 4s .. g0 + 4s + 3.
+    auto step = [&](std::int64_t g0, int s, const __m256 (&c)[MR][NR]) __attribute__((always_inline)) {
+        const std::int64_t g = g0 + 4 * s;
+        __m256i xlo[MR], xhi[MR], offset[MR];
+        for (int i = 0; i < MR; ++i) {
+            const std::int8_t* x = xq.q.data() + (i0 + i) * K + g * 16;
+            xlo[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+            xhi[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
+            offset[i] = _mm256_add_epi16(_mm256_maddubs_epi16(twelve, xlo[i]), _mm256_maddubs_epi16(twelve, xhi[i]));
+        }
+        for (int r = 0; r < NR; ++r) {
+            const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq[r] + g * 8));
+            const __m256i wlo = _mm256_shuffle_epi8(lut, _mm256_and_si256(b, low4));
+            const __m256i whi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(b, 4), low4));
+            for (int i = 0; i < MR; ++i) {
+                const __m256i p16 = _mm256_sub_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(wlo, xlo[i]), _mm256_maddubs_epi16(whi, xhi[i])), offset[i]);
+                const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+                acc[i][r] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(c[i][r], dup[s]), acc[i][r]);
+            }
+        }
+    };
+    std::int64_t g0 = 0;
+    for (; g0 + 8 <= groups; g0 += 8) {
         if (prefetch) {
             // 8 blocks = 64 bytes of each row: fetch the matching bytes of the next tile (NR rows further on).
             for (int r = 0; r < NR; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
         }
-        // Products of scales: (weight E4M3 * 2^-8) * (activation unit * 128) = weight scale / 2 * unit, one rounding
-        // of the same product the scalar path forms.
-        __m256 d128[MR];
-        for (int i = 0; i < MR; ++i) {
-            const float* d = xq.d.data() + (i0 + i) * groups + g0;
-            const __m256 dv = full ? _mm256_loadu_ps(d) : _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_loadu_ps(d), 0);
-            d128[i] = _mm256_mul_ps(dv, _mm256_set1_ps(128.0f));
-        }
         __m256 c[MR][NR];
-        for (int r = 0; r < NR; ++r) {
-            __m256 w8;
-            if (full) {
-                w8 = avx2::e4m3x8_times_2e_8(ws[r] + g0);
-            } else {
-                alignas(8) std::uint8_t four[8] = {};
-                std::memcpy(four, ws[r] + g0, 4);
-                w8 = avx2::e4m3x8_times_2e_8(four);
-            }
-            for (int i = 0; i < MR; ++i) c[i][r] = _mm256_mul_ps(w8, d128[i]);
-        }
-        for (int s = 0; s < (full ? 2 : 1); ++s) {
-            const std::int64_t g = g0 + 4 * s;
-            __m256i xlo[MR], xhi[MR], offset[MR];
+        scales(g0, 8, c);
+        step(g0, 0, c);
+        step(g0, 1, c);
+    }
+    if (g0 < groups) {
+        const int blocks = static_cast<int>(groups - g0);
+        __m256 c[MR][NR];
+        scales(g0, blocks, c);
+        if (blocks >= 4) step(g0, 0, c);
+        if (blocks % 4 == 2) {
+            // The row's last 2 blocks (K = 32 mod 64): the same step on 16 bytes. Their activations are stored as a
+            // 32-value chunk (16 low-nibble values, then 16 high-nibble ones); the products land in lanes 0-3, and
+            // lanes 4-7 add 0.
+            const int j = blocks - 2;  // the pair's first block within the group
+            const std::int64_t g = g0 + j;
+            const __m256i pair = _mm256_setr_epi32(j, j, j + 1, j + 1, 0, 0, 0, 0);
+            const __m128i twelve128 = _mm256_castsi256_si128(twelve), lut128 = _mm256_castsi256_si128(lut),
+                          low128 = _mm256_castsi256_si128(low4), ones128 = _mm256_castsi256_si128(ones);
+            __m128i xlo[MR], xhi[MR], offset[MR];
             for (int i = 0; i < MR; ++i) {
                 const std::int8_t* x = xq.q.data() + (i0 + i) * K + g * 16;
-                xlo[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-                xhi[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32));
-                offset[i] = _mm256_add_epi16(_mm256_maddubs_epi16(twelve, xlo[i]), _mm256_maddubs_epi16(twelve, xhi[i]));
+                xlo[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
+                xhi[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16));
+                offset[i] = _mm_add_epi16(_mm_maddubs_epi16(twelve128, xlo[i]), _mm_maddubs_epi16(twelve128, xhi[i]));
             }
             for (int r = 0; r < NR; ++r) {
-                const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq[r] + g * 8));
-                const __m256i wlo = _mm256_shuffle_epi8(lut, _mm256_and_si256(b, low4));
-                const __m256i whi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(b, 4), low4));
+                const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wq[r] + g * 8));
+                const __m128i wlo = _mm_shuffle_epi8(lut128, _mm_and_si128(b, low128));
+                const __m128i whi = _mm_shuffle_epi8(lut128, _mm_and_si128(_mm_srli_epi16(b, 4), low128));
                 for (int i = 0; i < MR; ++i) {
-                    const __m256i p16 = _mm256_sub_epi16(
-                        _mm256_add_epi16(_mm256_maddubs_epi16(wlo, xlo[i]), _mm256_maddubs_epi16(whi, xhi[i])),
-                        offset[i]);
-                    const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                    acc[i][r] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(c[i][r], dup[s]), acc[i][r]);
+                    const __m128i p16 = _mm_sub_epi16(
+                        _mm_add_epi16(_mm_maddubs_epi16(wlo, xlo[i]), _mm_maddubs_epi16(whi, xhi[i])), offset[i]);
+                    const __m256 p = _mm256_zextps128_ps256(_mm_cvtepi32_ps(_mm_madd_epi16(p16, ones128)));
+                    acc[i][r] = _mm256_fmadd_ps(p, _mm256_permutevar8x32_ps(c[i][r], pair), acc[i][r]);
                 }
             }
         }
@@ -124,7 +171,7 @@ void tile_rows(const GemmJob& job, const Q8Rows& xq, std::int64_t i0) {
 
 }  // namespace
 
-// K must be a multiple of 64 (the caller uses the scalar path otherwise).
+// K must be a multiple of 32 (the caller uses the scalar path otherwise).
 void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
     for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
         const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));

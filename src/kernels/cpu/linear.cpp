@@ -101,7 +101,7 @@ void check_q8(const WeightView& w, const Q8Rows& xq) {
 }
 
 void run_q8(const GemmJob& job, const Q8Rows& xq) {
-    if (cpu_features().avx2 && job.w->cols % 64 == 0) {
+    if (cpu_features().avx2 && job.w->cols % 32 == 0) {
         gemm_nvfp4_q8_avx2(job, xq);
     } else {
         gemm_nvfp4_q8_scalar(job, xq);
