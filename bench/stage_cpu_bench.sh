@@ -7,7 +7,7 @@
 #   RESULTS_DIR=$OUT bash bench/cpu_host_suite.sh                 (1/4/8/16 threads, GEMVs and decode, A/B)
 # (run_cpu_bench.sh uses cpubin/msa_cpu_bench when it exists and puts cpubin/lib on LD_LIBRARY_PATH).
 #
-# BEFORE=<commit>: also builds that commit (in the git worktree build-before-src/, built there with ccache) and
+# BEFORE=<commit>: also builds that commit (its files extracted by git archive into build-before-src/, built there) and
 # stages its binaries in cpubin/before/ for an A/B comparison on the same host (cpu_host_suite.sh runs both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,11 +31,14 @@ stage "$B" cpubin "$(git rev-parse --short HEAD)"
 if [[ -n "$(git status --porcelain --untracked-files=no)" ]]; then echo "warning: uncommitted changes are in this build" >&2; fi
 if [[ -n "${BEFORE:-}" ]]; then
     src=build-before-src
-    if [[ ! -d $src ]]; then git worktree add --detach "$src" "$BEFORE" >/dev/null; else git -C "$src" checkout -q --detach "$BEFORE"; fi
+    commit=$(git rev-parse --short "$BEFORE")
+    if [[ "$(cat "$src/.commit" 2>/dev/null)" != "$commit" ]]; then  # a plain copy of that commit's files
+        rm -rf "$src" && mkdir -p "$src" && git archive "$commit" | tar -x -C "$src" && echo "$commit" > "$src/.commit"
+    fi
     cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMSA_CUDA=OFF -DMSA_BUILD_TESTS=OFF \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
     cmake --build "$src/build" -j "${JOBS:-2}" --target $(targets "$src/build")
-    stage "$src/build" cpubin/before "$(git -C "$src" rev-parse --short HEAD)"
+    stage "$src/build" cpubin/before "$commit"
 fi
 du -sh cpubin
 ls -la cpubin cpubin/lib
