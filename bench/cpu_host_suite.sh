@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The CPU figures of one host in one command, for the staged binaries (bench/stage_cpu_bench.sh; with BEFORE=<commit>
 # also cpubin/before/, run the same way, interleaved): per thread count, the NVFP4 W4A4 / MXFP8 / BF16 GEMVs alone
-# (msa_gemv_bench: a 4096 x 4096 matrix streamed from >= 192 MiB, and 512 x 4096 in cache) and the model benchmark
+# (msa_gemv_bench: a 4096 x 4096 matrix streamed from >= 192 MiB, and 512 x 4096 in cache; for the new binary also
+# a 512 x 1024 W4A4 GEMV after 0 / 30 / 300 us of serial work, the price of a region whose workers went idle) and the
+# model benchmark
 # (run_cpu_bench.sh with RANDOM_KV=1 QUICK=1: bandwidths, GEMVs, MSA attention, tiny and mid decode).
 #
 #   RESULTS_DIR=$OUT bash bench/cpu_host_suite.sh
@@ -33,6 +35,14 @@ for t in ${THREAD_LIST:-1 4 8 16}; do
                     "$dir/msa_gemv_bench" --format $fmt $shape --threads "$t" --commit "$commit" --label "$v" --out "$out" >&2
                 done
             done
+            if [[ $v == after ]]; then
+                # The cost of a small parallel region (an expert-size GEMV) after the caller worked alone for a while:
+                # gaps of 0, 30 and 300 us between calls (msa_gemv_bench --gap-us; not in the before binary).
+                for gap in 0 30 300; do
+                    "$dir/msa_gemv_bench" --format nvfp4_w4a4 --rows 512 --cols 1024 --calls 1000 --reps 5 --gap-us $gap \
+                        --threads "$t" --commit "$commit" --label "$v" --out "$out" >&2
+                done
+            fi
         fi
         if [[ ${SKIP_MODEL:-0} != 1 ]]; then
             start=$(date +%s)

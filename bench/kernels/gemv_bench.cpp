@@ -4,11 +4,13 @@
 // it), which is how kernel versions are compared on a shared machine.
 //
 //   msa_gemv_bench [--format nvfp4_w4a4|nvfp4_int8|nvfp4_exact|mxfp8|bf16] [--rows N] [--cols K] [--calls C]
-//                  [--reps R] [--threads T] [--stream] [--out FILE] [--commit SHA] [--label TEXT]
+//                  [--reps R] [--threads T] [--stream] [--gap-us G] [--out FILE] [--commit SHA] [--label TEXT]
 //
 // --stream: round-robin over copies of the matrix totalling >= 192 MiB (weights from memory); otherwise one matrix
 // (in cache when it fits). GB/s counts the weight bytes (codes + scales) per call. --out appends its records to the
-// JSON array already in FILE (or starts one).
+// JSON array already in FILE (or starts one). --gap-us G: the calling thread spins G microseconds after each call
+// (the serial work between a decode step's parallel regions) and only the calls are timed (wall): with several
+// threads, the difference to --gap-us 0 is what a region costs when the pool's workers had to wait in between.
 #include "common/bench_host.h"
 #include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
@@ -37,6 +39,7 @@ int run(int argc, char** argv) {
     std::string format = "nvfp4_w4a4", out, commit, label;
     std::int64_t rows = 512, cols = 4096;
     int calls = 200, reps = 9, threads = 1;
+    double gap_us = 0;
     bool stream = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -51,6 +54,7 @@ int run(int argc, char** argv) {
         else if (a == "--reps") reps = std::stoi(next());
         else if (a == "--threads") threads = std::stoi(next());
         else if (a == "--stream") stream = true;
+        else if (a == "--gap-us") gap_us = std::stod(next());
         else if (a == "--out") out = next();
         else if (a == "--commit") commit = next();
         else if (a == "--label") label = next();
@@ -86,9 +90,17 @@ int run(int argc, char** argv) {
     std::vector<double> wall, cpu;
     for (int r = 0; r <= reps; ++r) {
         const double t0 = now_s(), c0 = process_cpu_us();
-        for (int c = 0; c < calls; ++c) call(ms[static_cast<std::size_t>(c) % ms.size()]);
+        double in_calls = 0;
+        for (int c = 0; c < calls; ++c) {
+            const double s0 = now_s();
+            call(ms[static_cast<std::size_t>(c) % ms.size()]);
+            const double s1 = now_s();
+            in_calls += s1 - s0;
+            while (gap_us > 0 && now_s() - s1 < gap_us * 1e-6) {
+            }
+        }
         if (r == 0) continue;  // warm-up
-        wall.push_back((now_s() - t0) / calls);
+        wall.push_back((gap_us > 0 ? in_calls : now_s() - t0) / calls);
         cpu.push_back((process_cpu_us() - c0) * 1e-6 / calls);
     }
     std::sort(wall.begin(), wall.end());
@@ -103,9 +115,11 @@ int run(int argc, char** argv) {
         quant_us = (process_cpu_us() - c0) / qcalls;
     }
     const std::string figure = "gemv_" + format + "_m1" + (stream ? "" : "_in_cache") + "_" + std::to_string(rows) +
-                               "x" + std::to_string(cols);
-    std::printf("%s: %.2f GB/s wall, %.2f GB/s per CPU-second (%zu bytes per call, %d threads)%s\n", figure.c_str(),
-                static_cast<double>(bytes) / t_wall / 1e9, static_cast<double>(bytes) / t_cpu / 1e9, bytes, threads,
+                               "x" + std::to_string(cols) +
+                               (gap_us > 0 ? "_gap" + std::to_string(static_cast<int>(gap_us)) + "us" : "");
+    std::printf("%s: %.2f GB/s wall (%.2f us per call), %.2f GB/s per CPU-second (%zu bytes per call, %d threads)%s\n",
+                figure.c_str(), static_cast<double>(bytes) / t_wall / 1e9, t_wall * 1e6,
+                static_cast<double>(bytes) / t_cpu / 1e9, bytes, threads,
                 mode == 2 ? (", quantiser " + std::to_string(quant_us) + " us per row").c_str() : "");
     if (!out.empty()) {
         nlohmann::json recs = nlohmann::json::array();
@@ -118,6 +132,7 @@ int run(int argc, char** argv) {
                             {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")}});
         };
         add(figure + "_wall", static_cast<double>(bytes) / t_wall / 1e9, "GB/s");
+        add(figure + "_us_per_call", t_wall * 1e6, "us (wall)");
         add(figure + "_cputime", static_cast<double>(bytes) / t_cpu / 1e9, "GB/s per CPU-second");
         if (mode == 2) add("w4a4_activation_quantiser_" + std::to_string(cols), quant_us, "us per row (CPU time)");
         // Appends to the array already in `out` (one file per suite run collects many cases).
