@@ -12,9 +12,12 @@
 // block's two lanes by one permute) in one FMA. So per 64 weights and row: 1 load, 3 ops to split the nibbles, 2
 // pshufb, 2 maddubs, 2 adds/subtracts, madd, convert, permute, FMA (the previous kernel used 10 ops per 32 weights).
 //
-// Each block's integer sum and its float product with the scales are those of the scalar path (gemm_scalar.cpp);
-// only the FP32 summation order differs (per row one 8-lane accumulator over the blocks in K order, the same for
-// every tile shape, so a row's result does not depend on the batch).
+// The integer sums and the block's product of scales are the scalar path's (gemm_scalar.cpp); a block's sum arrives
+// in two lanes (8 elements each), each multiplied by the scale product inside the FMA. For W4A4 inputs every such
+// product is exact (an integer below 2^12 times a scale product of at most 8 significant bits), so results equal
+// the scalar path's up to FP32 summation order; in int8 mode the products round, as in the previous kernel, which
+// split the blocks the same way. Per row one 8-lane accumulator over the blocks in K order, the same for every tile
+// shape, so a row's result does not depend on the batch.
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
