@@ -9,6 +9,7 @@
 # Environment:
 #   THREADS=N        threads for every kernel and the bandwidth tests (default: all CPUs)
 #   RESULTS_DIR=DIR  where the JSON goes (default: bench/results)
+#   LABEL=NAME       names the output cpu_<date>_<NAME>_t<threads>.json (e.g. before/after of an A/B run)
 #   RANDOM_KV=1      decode over random KV pages instead of a real prefill (no prefill figure; much faster, the same
 #                    bytes per decode token); QUICK=1 also skips the batch-256 GEMMs and dense attention at 32K
 #   MODEL_DIR=DIR    cache of the random checkpoints (default: /tmp/msa_bench_models, about 0.9 GB for mid)
@@ -60,7 +61,7 @@ else
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   if [[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then commit="$commit+dirty"; fi
 fi
-out="$results/cpu_$(date -u +%Y-%m-%d)_t${threads}.json"
+out="$results/cpu_$(date -u +%Y-%m-%d)${LABEL:+_$LABEL}_t${threads}.json"
 args=(--out "$out" --commit "$commit" --threads "$threads" --model-dir "${MODEL_DIR:-/tmp/msa_bench_models}")
 [[ "${RANDOM_KV:-0}" == 1 ]] && args+=(--random-kv)
 [[ "${QUICK:-0}" == 1 ]] && args+=(--quick)

@@ -20,6 +20,7 @@
 #include "formats/nvfp4.h"
 #include "formats/scalar_formats.h"
 #include "kernels/bench_configs.h"
+#include "kernels/random_weights.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_rows.h"
@@ -184,53 +185,6 @@ double read_gbps(int threads) {
         if (r > 0) best = std::max(best, 8.0 * static_cast<double>(n) / s / 1e9);
     }
     return best + static_cast<double>(sink & 1) * 0.0;
-}
-
-struct OwnedLinear {
-    std::vector<std::uint8_t> data, scales;
-    std::vector<std::uint64_t> flags;  // MXFP8: WeightView::mxfp8_exponent_zero_blocks, as the CPU backend adopts it
-    float global = 1.0f;               // NVFP4 global scale
-    WeightView view;
-};
-
-// Weights of the given format quantised from Gaussian floats by the formats library, as a checkpoint's are. (Random
-// bytes are not realistic: they hold float subnormals, BF16 ones or E4M3 ones, which real weights practically never
-// have and which cost a microcode assist per multiply on x86; up to session 4 the benchmark used such bytes.)
-// `copy_of` reuses another matrix's bytes (streaming figures only need distinct memory).
-OwnedLinear random_linear(LinearFormat f, std::int64_t rows, std::int64_t cols, std::mt19937& rng,
-                          const OwnedLinear* copy_of = nullptr) {
-    OwnedLinear w;
-    if (copy_of != nullptr) {
-        w.data = copy_of->data;
-        w.scales = copy_of->scales;
-    } else {
-        const auto n = static_cast<std::size_t>(rows * cols);
-        std::vector<float> x(n);
-        std::normal_distribution<float> dist(0.0f, 0.02f);
-        for (auto& v : x) v = dist(rng);
-        if (f == LinearFormat::bf16) {
-            w.data.resize(2 * n);
-            for (std::size_t i = 0; i < n; ++i) {
-                const std::uint16_t b = float_to_bf16(x[i]);
-                std::memcpy(w.data.data() + 2 * i, &b, 2);
-            }
-        } else if (f == LinearFormat::mxfp8) {
-            w.data.resize(n);
-            w.scales.resize(n / 32);
-            mxfp8_quantize(x.data(), n, w.data.data(), w.scales.data());
-        } else {
-            w.data.resize(n / 2);
-            w.scales.resize(n / 16);
-            w.global = nvfp4_quantize_weight(x.data(), n, w.data.data(), w.scales.data());
-        }
-    }
-    if (copy_of != nullptr) w.global = copy_of->global;
-    w.view = {f, rows, cols, w.data.data(), w.scales.empty() ? nullptr : w.scales.data(), w.global};
-    if (f == LinearFormat::mxfp8) {
-        w.flags = copy_of != nullptr ? copy_of->flags : cpu::mxfp8_exponent_zero_blocks(w.view);
-        w.view.mxfp8_exponent_zero_blocks = w.flags.data();
-    }
-    return w;
 }
 
 void bench_gemv(Recorder& rec, double triad, bool gemv_only) {

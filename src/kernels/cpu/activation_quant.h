@@ -1,11 +1,12 @@
 // Activations quantised for the integer NVFP4 GEMM (gemm_nvfp4_q8*): int8 values in groups of 16 that line up with
 // the weights' NVFP4 blocks, one float scale per group, and an optional per-row output multiplier.
 //
-// The int8 values are stored in the order in which 16 bytes (32 values) of NVFP4 weights unpack into one AVX2
-// register, low nibbles (even elements) in the lower half and high nibbles (odd elements) in the upper half:
-// per chunk of 32 values x0..x31 the order is x0, x2, ..., x30, x1, x3, ..., x31. A final chunk of only 16 values
-// (row length 16 mod 32) is stored x0, x2, ..., x14, x1, ..., x15. So the kernel needs no shuffle of the
-// activations. q8_index() maps an element to its slot.
+// The int8 values are stored in the order in which the AVX2 kernel unpacks 32 bytes (64 values, 4 blocks) of NVFP4
+// weights: one register of the low nibbles (even elements) and one of the high nibbles (odd elements), each holding
+// the 4 blocks one after the other. Per chunk of 64 values x0..x63 the order is: for each block b = 0..3 the 8 even
+// elements x[16b], x[16b+2], ..., x[16b+14], then for each block the 8 odd elements x[16b+1], ..., x[16b+15]. A final
+// chunk of w = 16, 32 or 48 values (row length not a multiple of 64) is stored the same way with w/16 blocks. So
+// the kernel needs no shuffle of the activations. q8_index() maps an element to its slot.
 #pragma once
 
 #include <cstdint>
@@ -34,10 +35,22 @@ void quantize_rows_w4a4(const float* x, std::int64_t m, std::int64_t k, W4a4Inpu
 
 // Slot of element j within a row of length k (see the order above).
 inline std::int64_t q8_index(std::int64_t j, std::int64_t k) {
-    const std::int64_t chunk = j / 32 * 32;
+    const std::int64_t chunk = j / 64 * 64;
     const std::int64_t o = j - chunk;
-    const std::int64_t width = (k - chunk >= 32) ? 32 : 16;
-    return chunk + (o & 1) * (width / 2) + o / 2;
+    const std::int64_t width = (k - chunk >= 64) ? 64 : k - chunk;
+    return chunk + (o & 1) * (width / 2) + (o / 16) * 8 + (o % 16) / 2;
+}
+
+// The 8 slots of group g (elements 16g..16g+15) of a row of length k: even elements 16g + 2e go to lo + e, odd
+// elements 16g + 2e + 1 to hi + e (the same mapping as q8_index).
+struct Q8GroupSlots {
+    std::int64_t lo, hi;
+};
+inline Q8GroupSlots q8_group_slots(std::int64_t g, std::int64_t k) {
+    const std::int64_t chunk = g / 4 * 64;
+    const std::int64_t width = (k - chunk >= 64) ? 64 : k - chunk;
+    const std::int64_t lo = chunk + (g % 4) * 8;
+    return {lo, lo + width / 2};
 }
 
 // Dequantised value of element j of row i (tests and the scalar path).

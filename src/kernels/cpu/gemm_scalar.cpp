@@ -35,10 +35,10 @@ void gemm_nvfp4_q8_scalar(const GemmJob& job, const Q8Rows& xq) {
             const std::int8_t* q = xq.q.data() + i * K;
             for (std::int64_t g = 0; g < groups; ++g) {
                 std::int32_t dot = 0;
+                const Q8GroupSlots slot = q8_group_slots(g, K);
                 for (int b = 0; b < 8; ++b) {  // byte b holds elements 2b (low nibble) and 2b+1 (high nibble)
                     const std::uint8_t byte = wq[g * 8 + b];
-                    const std::int64_t e = g * 16 + 2 * b;
-                    dot += kE2m1Doubled[byte & 0x0F] * q[q8_index(e, K)] + kE2m1Doubled[byte >> 4] * q[q8_index(e + 1, K)];
+                    dot += kE2m1Doubled[byte & 0x0F] * q[slot.lo + b] + kE2m1Doubled[byte >> 4] * q[slot.hi + b];
                 }
                 s += static_cast<float>(dot) * ((0.5f * e4m3_value(ws[g])) * xq.d[static_cast<std::size_t>(i * groups + g)]);
             }
