@@ -2,7 +2,6 @@
 // and bit for bit against the unfused route; linear_many against linear()/linear_q8() on each task; the MXFP8 GEMM's
 // two exact E4M3 decodings (the integer one and the F16C one for large block scales, and for blocks with E4M3
 // subnormals or zeros) giving identical results; the CPU backend's bitmap of those blocks.
-#include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -18,7 +17,6 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <tuple>
 #include <vector>
 
 namespace msa {
@@ -125,80 +123,6 @@ TEST_P(LinearManyTest, EqualsOneCallPerTask) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LinearManyTest, ::testing::Bool());
-
-// linear_two_rounds against linear_many(first), between(g) for every g, linear_many(second): bit for bit, with
-// second-round inputs that between() writes (float in exact and int8 mode, and W4A4-quantised), a group without
-// first-round work, and several threads; an exception in between() reaches the caller instead of leaving threads
-// waiting.
-TEST_P(LinearManyTest, TwoRoundsEqualTwoLinearManyCalls) {
-    const auto mx = test::make_weight(LinearFormat::mxfp8, 300, 512, 2);
-    const auto bf16 = test::make_weight(LinearFormat::bf16, 70, 512, 1);
-    const auto fp4a = test::make_weight(LinearFormat::nvfp4, 256, 512, 3);
-    const auto fp4b = test::make_weight(LinearFormat::nvfp4, 96, 256, 4);
-    const auto x512 = test::random_floats(3 * 512, 6), x256 = test::random_floats(3 * 256, 7);
-    const WeightView vm = mx.view(), vb = bf16.view(), va = fp4a.view(), vf = fp4b.view();
-    cpu::Q8Rows xq_in;
-    cpu::quantize_rows_w4a4(x512.data(), 2, 512, cpu::W4a4Input::fc1, xq_in);
-    const int saved_threads = num_threads();
-    for (const int threads : {1, 3, 4}) {
-        set_num_threads(threads);
-        // Two identical sets of buffers: one for linear_two_rounds, one for the sequential reference.
-        struct Buffers {
-            std::vector<float> y0, y1, y2, z0, z1, z2, z3, in0, in1;
-            cpu::Q8Rows xq3;
-        };
-        Buffers a, b;
-        for (Buffers* u : {&a, &b}) {
-            u->y0.assign(3 * 300, 9.0f);
-            u->y1.assign(3 * 70, 9.0f);
-            u->y2.assign(2 * 256, 9.0f);
-            u->z0.assign(3 * 96, 9.0f);
-            u->z1.assign(3 * 256, 9.0f);
-            u->z2.assign(2 * 96, 9.0f);
-            u->z3.assign(2 * 96, 9.0f);
-            u->in0.assign(3 * 256, 0.0f);
-            u->in1.assign(3 * 512, 0.0f);
-        }
-        auto make = [&](Buffers& u, std::vector<cpu::LinearTask>& first, std::vector<cpu::LinearTask>& second) {
-            first = {{&vm, x512.data(), nullptr, 3, u.y0.data(), cpu::ActivationMode::exact},      // group 0
-                     {&vb, x512.data(), nullptr, 3, u.y1.data(), cpu::ActivationMode::exact},      // group 0
-                     {&va, nullptr, &xq_in, 2, u.y2.data(), cpu::ActivationMode::exact}};          // group 1
-            second = {{&vf, u.in0.data(), nullptr, 3, u.z0.data(), cpu::ActivationMode::int8},     // group 0
-                      {&va, u.in1.data(), nullptr, 3, u.z1.data(), cpu::ActivationMode::exact},    // group 0
-                      {&vf, x256.data(), nullptr, 2, u.z2.data(), cpu::ActivationMode::exact},     // group 2 (no first)
-                      {&vf, nullptr, &u.xq3, 2, u.z3.data(), cpu::ActivationMode::exact}};         // group 1
-        };
-        auto between = [](Buffers& u, int g) {
-            if (g == 0) {
-                for (std::size_t i = 0; i < u.in0.size(); ++i) u.in0[i] = u.y0[i % u.y0.size()] * 0.25f + u.y1[i % u.y1.size()];
-                for (std::size_t i = 0; i < u.in1.size(); ++i) u.in1[i] = u.y1[(7 * i) % u.y1.size()] - 0.5f;
-            } else if (g == 1) {
-                cpu::quantize_rows_w4a4(u.y2.data(), 2, 256, cpu::W4a4Input::fc2, u.xq3);
-            }
-        };
-        const std::vector<int> first_group = {0, 0, 1}, second_group = {0, 0, 2, 1};
-        std::vector<cpu::LinearTask> fa, sa, fb, sb;
-        make(a, fa, sa);
-        make(b, fb, sb);
-        cpu::linear_two_rounds(fa, first_group, sa, second_group, 3, [&](int g) { between(a, g); });
-        cpu::linear_many(fb);
-        for (int g = 0; g < 3; ++g) between(b, g);
-        cpu::linear_many(sb);
-        for (auto [got, want, name] : {std::tuple{&a.y0, &b.y0, "y0"}, {&a.y1, &b.y1, "y1"}, {&a.y2, &b.y2, "y2"},
-                                       {&a.z0, &b.z0, "z0"}, {&a.z1, &b.z1, "z1"}, {&a.z2, &b.z2, "z2"},
-                                       {&a.z3, &b.z3, "z3"}}) {
-            ASSERT_EQ(0, std::memcmp(got->data(), want->data(), got->size() * sizeof(float))) << name << " threads " << threads;
-        }
-        // between() failing: the exception arrives, nobody waits forever for the group.
-        EXPECT_THROW(cpu::linear_two_rounds(fa, first_group, sa, second_group, 3,
-                                            [&](int g) {
-                                                if (g == 0) throw Error("between failed");
-                                                between(a, g);
-                                            }),
-                     Error);
-    }
-    set_num_threads(saved_threads);
-}
 
 // Scales above 134 (blocks beyond 2^7 * 448) send a GEMM job to the F16C decoding; rows that do not have such a
 // scale must come out bit-identical to the integer decoding's results, and large rows stay exact.

@@ -35,12 +35,10 @@ void expert_forward(const ExpertWeightsView& w, const float* x, std::int64_t m, 
     if (m <= 0) return;
     const std::int64_t inter = w.w1.rows;
     std::vector<float> gate(static_cast<std::size_t>(m * inter)), up(gate.size());
-    // gate and up, the activation, then down: one parallel region.
-    const LinearTask first[] = {{&w.w1, x, nullptr, m, gate.data(), mode}, {&w.w3, x, nullptr, m, up.data(), mode}};
-    const LinearTask second[] = {{&w.w2, gate.data(), nullptr, m, out, mode}};
-    const int first_group[] = {0, 0}, second_group[] = {0};
-    linear_two_rounds(first, first_group, second, second_group, 1,
-                      [&](int) { swigluoai(gate.data(), up.data(), m * inter, gate.data()); });
+    linear(w.w1, x, m, gate.data(), mode);
+    linear(w.w3, x, m, up.data(), mode);
+    swigluoai(gate.data(), up.data(), m * inter, gate.data());
+    linear(w.w2, gate.data(), m, out, mode);
 }
 
 void moe_forward(const MoeLayer& layer, const float* x, std::int64_t m, float* out, ActivationMode mode) {
@@ -104,30 +102,25 @@ void moe_forward(const MoeLayer& layer, const float* x, std::int64_t m, float* o
         r.n = m;
         r.w4a4 = false;
     }
-    // Gate/up products of every run, then per run (as soon as its own gate/up are done) the activation and the
-    // down product: one parallel region per layer.
-    std::vector<LinearTask> first, second;
-    std::vector<int> first_group, second_group;
-    for (std::size_t ri = 0; ri < runs.size(); ++ri) {
-        Run& r = runs[ri];
+    std::vector<LinearTask> tasks;
+    for (Run& r : runs) {
         const std::int64_t inter = r.w->w1.rows;
         r.gate.resize(static_cast<std::size_t>(r.n * inter));
         r.up.resize(r.gate.size());
-        r.yout.resize(static_cast<std::size_t>(r.n * hidden));
         const float* in = r.xin.empty() ? x : r.xin.data();
-        first.push_back({&r.w->w1, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.gate.data(), mode});
-        first.push_back({&r.w->w3, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.up.data(), mode});
-        second.push_back({&r.w->w2, r.w4a4 ? nullptr : r.gate.data(), r.w4a4 ? &r.xq : nullptr, r.n, r.yout.data(), mode});
-        first_group.insert(first_group.end(), 2, static_cast<int>(ri));
-        second_group.push_back(static_cast<int>(ri));
+        tasks.push_back({&r.w->w1, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.gate.data(), mode});
+        tasks.push_back({&r.w->w3, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.up.data(), mode});
     }
-    linear_two_rounds(first, first_group, second, second_group, static_cast<int>(runs.size()), [&](int ri) {
-        Run& r = runs[static_cast<std::size_t>(ri)];
+    linear_many(tasks);
+    tasks.clear();
+    for (Run& r : runs) {
         const std::int64_t inter = r.w->w1.rows;
         swigluoai(r.gate.data(), r.up.data(), r.n * inter, r.gate.data());
-        // The fc2 input replaces the fc1 one (every gate/up chunk of this run is done).
         if (r.w4a4) quantize_rows_w4a4(r.gate.data(), r.n, inter, W4a4Input::fc2, r.xq);
-    });
+        r.yout.resize(static_cast<std::size_t>(r.n * hidden));
+        tasks.push_back({&r.w->w2, r.w4a4 ? nullptr : r.gate.data(), r.w4a4 ? &r.xq : nullptr, r.n, r.yout.data(), mode});
+    }
+    linear_many(tasks);
 
     std::vector<float> expert_out(static_cast<std::size_t>(m * k * hidden));  // [token][slot][hidden]
     for (std::size_t ri = 0, e = 0; ri < routed; ++e) {

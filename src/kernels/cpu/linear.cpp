@@ -6,9 +6,6 @@
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
-#include <atomic>
-#include <memory>
-#include <thread>
 #include <vector>
 
 namespace msa::cpu {
@@ -116,127 +113,36 @@ void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
     split_outputs(w, xq.m, [&](std::int64_t n0, std::int64_t n1) { run_q8(GemmJob{&w, nullptr, xq.m, y, w.rows, n0, n1}, xq); });
 }
 
-namespace {
-
-// One range of output features of one task.
-struct Chunk {
-    std::size_t task;
-    std::int64_t n0, n1;
-};
-
-void add_chunks(const LinearTask& task, std::size_t index, std::vector<Chunk>& chunks) {
-    if (task.m <= 0) return;
-    const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
-    for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({index, n0, std::min(task.w->rows, n0 + grain)});
-}
-
-// Checks pre-quantised activations, or quantises int8-mode NVFP4 tasks' activations into `own` (as linear() does).
-void prepare(const LinearTask& task, Q8Rows& own) {
-    if (task.m <= 0) return;
-    if (task.xq != nullptr) {
-        check_q8(*task.w, *task.xq);
-    } else if (task.mode == ActivationMode::int8 && task.w->format == LinearFormat::nvfp4) {
-        quantize_rows_q8(task.x, task.m, task.w->cols, own);
-    }
-}
-
-void run_chunk(const LinearTask& task, const Q8Rows& own, const Chunk& c) {
-    const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, c.n0, c.n1};
-    if (task.xq != nullptr) {
-        run_q8(job, *task.xq);
-    } else if (own.m > 0) {
-        run_q8(job, own);
-    } else {
-        run_float(job);
-    }
-}
-
-}  // namespace
-
 void linear_many(std::span<const LinearTask> tasks) {
+    // Int8-mode NVFP4 tasks quantise their activations first, as linear() does.
     std::vector<Q8Rows> quantised(tasks.size());
+    struct Chunk {
+        std::size_t task;
+        std::int64_t n0, n1;
+    };
     std::vector<Chunk> chunks;
     for (std::size_t t = 0; t < tasks.size(); ++t) {
-        prepare(tasks[t], quantised[t]);
-        add_chunks(tasks[t], t, chunks);
+        const LinearTask& task = tasks[t];
+        if (task.m <= 0) continue;
+        if (task.xq != nullptr) {
+            check_q8(*task.w, *task.xq);
+        } else if (task.mode == ActivationMode::int8 && task.w->format == LinearFormat::nvfp4) {
+            quantize_rows_q8(task.x, task.m, task.w->cols, quantised[t]);
+        }
+        const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
+        for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({t, n0, std::min(task.w->rows, n0 + grain)});
     }
     parallel_for(chunks.size(), 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t c = begin; c < end; ++c) run_chunk(tasks[chunks[c].task], quantised[chunks[c].task], chunks[c]);
-    });
-}
-
-void linear_two_rounds(std::span<const LinearTask> first, std::span<const int> first_group,
-                       std::span<const LinearTask> second, std::span<const int> second_group, int groups,
-                       const std::function<void(int)>& between) {
-    MSA_CHECK(first.size() == first_group.size() && second.size() == second_group.size() && groups >= 0,
-              "linear_two_rounds: every task needs a group");
-    const std::size_t F = first.size();
-    std::vector<Q8Rows> quantised(F + second.size());
-    std::vector<Chunk> chunks;  // first-round chunks, then second-round ones (task index F + t)
-    std::vector<int> remaining(static_cast<std::size_t>(groups), 0);
-    for (std::size_t t = 0; t < F; ++t) {
-        MSA_CHECK(first_group[t] >= 0 && first_group[t] < groups, "linear_two_rounds: group {} out of range", first_group[t]);
-        prepare(first[t], quantised[t]);
-        const std::size_t before = chunks.size();
-        add_chunks(first[t], t, chunks);
-        remaining[static_cast<std::size_t>(first_group[t])] += static_cast<int>(chunks.size() - before);
-    }
-    const std::size_t first_chunks = chunks.size();
-    for (std::size_t t = 0; t < second.size(); ++t) {
-        MSA_CHECK(second_group[t] >= 0 && second_group[t] < groups, "linear_two_rounds: group {} out of range", second_group[t]);
-        add_chunks(second[t], F + t, chunks);
-    }
-    // Ends a group's first round: between(g), then its second-round tasks' activations are ready to check/quantise.
-    auto finish_group = [&](int g) {
-        between(g);
-        for (std::size_t t = 0; t < second.size(); ++t)
-            if (second_group[t] == g) prepare(second[t], quantised[F + t]);
-    };
-    auto counters = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(groups));
-    auto ready = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(groups));
-    for (int g = 0; g < groups; ++g) {
-        counters[static_cast<std::size_t>(g)].store(remaining[static_cast<std::size_t>(g)], std::memory_order_relaxed);
-        ready[static_cast<std::size_t>(g)].store(false, std::memory_order_relaxed);
-        if (remaining[static_cast<std::size_t>(g)] == 0) {  // no first-round work (e.g. m = 0)
-            finish_group(g);
-            ready[static_cast<std::size_t>(g)].store(true, std::memory_order_relaxed);
-        }
-    }
-    // Every thread claims chunks in order from one counter. A second-round chunk waits for its group, whose first-
-    // round chunks were all claimed earlier by running threads (which never wait), so the wait always ends.
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
-    const std::size_t workers = std::min<std::size_t>(chunks.size(), static_cast<std::size_t>(num_threads()));
-    parallel_for(workers, 1, [&](std::size_t, std::size_t) {
-        while (true) {
-            const std::size_t c = next.fetch_add(1, std::memory_order_relaxed);
-            if (c >= chunks.size()) return;
-            const Chunk& chunk = chunks[c];
-            try {
-                if (c < first_chunks) {
-                    run_chunk(first[chunk.task], quantised[chunk.task], chunk);
-                    const int g = first_group[chunk.task];
-                    if (counters[static_cast<std::size_t>(g)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                        finish_group(g);
-                        ready[static_cast<std::size_t>(g)].store(true, std::memory_order_release);
-                    }
-                } else {
-                    const int g = second_group[chunk.task - F];
-                    for (int spin = 0; !ready[static_cast<std::size_t>(g)].load(std::memory_order_acquire); ++spin) {
-                        if (failed.load(std::memory_order_relaxed)) return;
-                        if (spin < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-                            __builtin_ia32_pause();
-#endif
-                        } else {
-                            std::this_thread::yield();
-                        }
-                    }
-                    run_chunk(second[chunk.task - F], quantised[chunk.task], chunk);
-                }
-            } catch (...) {
-                failed.store(true, std::memory_order_relaxed);  // no thread may wait for a group that cannot finish
-                throw;
+        for (std::size_t c = begin; c < end; ++c) {
+            const LinearTask& task = tasks[chunks[c].task];
+            const Q8Rows& own = quantised[chunks[c].task];
+            const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, chunks[c].n0, chunks[c].n1};
+            if (task.xq != nullptr) {
+                run_q8(job, *task.xq);
+            } else if (own.m > 0) {
+                run_q8(job, own);
+            } else {
+                run_float(job);
             }
         }
     });

@@ -18,7 +18,6 @@
 #include "kernels/weight_view.h"
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -47,16 +46,6 @@ struct LinearTask {
 // many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
 // of linear() / linear_q8() on each task, bit for bit.
 void linear_many(std::span<const LinearTask> tasks);
-
-// Two dependent rounds of layers in one parallel region (an FFN: the gate/up products, then the down products that
-// need their activation), so that threads do not all wait for the slowest first-round matrix before any second-round
-// work starts. Tasks belong to groups 0..groups-1 (e.g. one per expert). Once every first-round task of group g is
-// done, between(g) runs once, on the thread that finished the group's last chunk; then the group's second-round tasks
-// run (their x / xq may be what between(g) writes; int8-mode quantisation happens after it). Results are those of
-// linear_many(first), between(g) for every g, linear_many(second), bit for bit.
-void linear_two_rounds(std::span<const LinearTask> first, std::span<const int> first_group,
-                       std::span<const LinearTask> second, std::span<const int> second_group, int groups,
-                       const std::function<void(int)>& between);
 
 // The bitmap of WeightView::mxfp8_exponent_zero_blocks for an MXFP8 weight: per row mxfp8_flag_words(cols) words,
 // bit b % 64 of word b / 64 set when block b (columns 32b..32b+31) has a code with exponent field 0 (an E4M3
