@@ -12,8 +12,7 @@ include(GoogleTest)
 #   sanitizer build, where the instrumentation makes optimisation most expensive). The libraries keep the build
 #   type's flags, so every test still runs the code that users get; only the test bodies themselves run slower.
 # - The third-party headers that every test file parses (GoogleTest, gmock, RapidCheck, nlohmann/json, fmt, the
-#   STL) are precompiled once and reused by every test executable (msa_test_pch). Off by default when compiling
-#   through a launcher such as ccache, which does not cache compiles that use a precompiled header (CI has none).
+#   STL) are precompiled once and reused by every test executable (msa_test_pch), when MSA_PCH is on.
 if(MSA_SANITIZE)
   set(_msa_test_opt_default "-O0")
 elseif(CMAKE_BUILD_TYPE STREQUAL "Release")
@@ -23,20 +22,13 @@ else()
 endif()
 set(MSA_TEST_OPT_FLAGS "${_msa_test_opt_default}" CACHE STRING
     "Optimisation flags of the test executables' own sources (the libraries they test keep the build type's)")
-if(CMAKE_CXX_COMPILER_LAUNCHER)
-  set(_msa_test_pch_default OFF)
-else()
-  set(_msa_test_pch_default ON)
-endif()
-option(MSA_TEST_PCH "Precompile the third-party headers of the test executables" ${_msa_test_pch_default})
-
 # msa_test_code(<target>): the flags above for a test executable (msa_add_test does it; custom test targets call it).
 function(msa_test_code target)
   separate_arguments(opt UNIX_COMMAND "${MSA_TEST_OPT_FLAGS}")
   if(opt)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${opt}>)  # after the build type's: it wins
   endif()
-  if(MSA_TEST_PCH)
+  if(MSA_PCH)
     if(NOT TARGET msa_test_pch)
       # The header set is compiled in a target of its own with the same flags as the tests (an executable, so that
       # it gets their -fPIE; GCC rejects a precompiled header built with other flags, and -Werror makes that an
@@ -51,11 +43,8 @@ function(msa_test_code target)
       if(opt)
         target_compile_options(msa_test_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${opt}>)
       endif()
-      target_precompile_headers(msa_test_pch PRIVATE
-        <algorithm> <array> <atomic> <chrono> <cmath> <condition_variable> <cstdint> <cstdlib> <cstring>
-        <filesystem> <fstream> <functional> <limits> <map> <memory> <mutex> <numeric> <optional> <random> <set>
-        <sstream> <string> <string_view> <thread> <unordered_map> <utility> <vector>
-        <fmt/format.h> <nlohmann/json.hpp> <gtest/gtest.h> <gmock/gmock.h> <rapidcheck.h> <rapidcheck/gtest.h>)
+      target_precompile_headers(msa_test_pch PRIVATE ${MSA_PCH_HEADERS}
+        <gtest/gtest.h> <gmock/gmock.h> <rapidcheck.h> <rapidcheck/gtest.h>)
     endif()
     target_precompile_headers(${target} REUSE_FROM msa_test_pch)
   endif()
