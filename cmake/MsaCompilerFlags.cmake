@@ -37,7 +37,7 @@ if(CMAKE_CXX_COMPILER_LAUNCHER)
 else()
   set(_msa_pch_default ON)
 endif()
-option(MSA_PCH "Precompile the third-party headers of the heavier targets (tests, server, tokenizer, CLI)"
+option(MSA_PCH "Precompile the third-party headers of the heavier targets (tests, server, CLI)"
        ${_msa_pch_default})
 set(MSA_PCH_HEADERS
     <algorithm> <array> <atomic> <chrono> <cmath> <condition_variable> <cstdint> <cstdlib> <cstring>
