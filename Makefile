@@ -61,7 +61,7 @@ asan:
 # Real libFuzzer binaries (clang); run one with e.g. build-fuzz/fuzz_safetensors_header fuzz/corpus/fuzz_safetensors_header
 fuzz: setup-test
 	@test -f $(FUZZ_BUILD)/CMakeCache.txt || CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) \
-	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSA_LIBFUZZER=ON -DMSA_CUDA=OFF -DMSA_BUILD_BENCH=OFF -DMSA_WERROR=OFF
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSA_LIBFUZZER=ON -DMSA_CUDA=OFF -DMSA_BUILD_BENCH=OFF -DMSA_WERROR=OFF -DMSA_PCH=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 format:

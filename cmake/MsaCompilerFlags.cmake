@@ -26,6 +26,32 @@ endif()
 # files named *_avx2.cpp that get the extra flags and are only called after a run-time CPU check (core/cpu_features).
 set(MSA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 
+# Precompiled third-party headers: nlohmann/json, fmt and the STL parts most files use are parsed once per target
+# instead of once per file (the test executables share one set with GoogleTest and RapidCheck added, see
+# MsaTesting.cmake). It saves 1-4 CPU-s on each file that includes them. Off by default when compiling through a
+# launcher such as ccache, which does not cache compiles that use a precompiled header; CI compiles without one.
+# A precompiled header built with other flags than a file's is rejected by GCC (-Winvalid-pch, an error under
+# -Werror), so the files with extra per-file flags (the *_avx2.cpp files) skip it.
+if(CMAKE_CXX_COMPILER_LAUNCHER)
+  set(_msa_pch_default OFF)
+else()
+  set(_msa_pch_default ON)
+endif()
+option(MSA_PCH "Precompile the third-party headers of the heavier targets (tests, server, CLI)"
+       ${_msa_pch_default})
+set(MSA_PCH_HEADERS
+    <algorithm> <array> <atomic> <chrono> <cmath> <condition_variable> <cstdint> <cstdlib> <cstring>
+    <filesystem> <fstream> <functional> <limits> <map> <memory> <mutex> <numeric> <optional> <random> <set>
+    <sstream> <string> <string_view> <thread> <unordered_map> <utility> <vector>
+    <fmt/format.h> <nlohmann/json.hpp>)
+
+# msa_precompile_headers(<target> [<extra header>...]): MSA_PCH_HEADERS (and the extra ones) precompiled for target.
+function(msa_precompile_headers target)
+  if(MSA_PCH)
+    target_precompile_headers(${target} PRIVATE ${MSA_PCH_HEADERS} ${ARGN})
+  endif()
+endfunction()
+
 # msa_target_defaults(<target>): warnings, include root, for every target of ours.
 function(msa_target_defaults target)
   get_target_property(kind ${target} TYPE)
@@ -40,7 +66,7 @@ endfunction()
 
 # msa_avx2_sources(<file>...): compile the given sources with AVX2/FMA/F16C enabled.
 function(msa_avx2_sources)
-  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${MSA_AVX2_FLAGS}")
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${MSA_AVX2_FLAGS}" SKIP_PRECOMPILE_HEADERS ON)
 endfunction()
 
 # msa_add_library(<name> SOURCES ... DEPS ... [PUBLIC_DEPS ...]): a static library of one module.

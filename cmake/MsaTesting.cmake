@@ -4,6 +4,51 @@
 # "unit" is left out of the default build and not registered; it can still be built by name.
 option(MSA_UNIT_TESTS_ONLY "Build and register only the GoogleTest binaries labelled unit" OFF)
 include(GoogleTest)
+
+# ---- Compile time of the test code (docs/contributing.md, "CI time budget") -------------------------------------
+# Most of the CI time goes into compiling test files: GoogleTest bodies, JSON literals, RapidCheck generators. Two
+# things cut it without changing what is tested:
+# - The test executables' own code is optimised less than the libraries under test (-O1 in Release, -O0 in the
+#   sanitizer build, where the instrumentation makes optimisation most expensive). The libraries keep the build
+#   type's flags, so every test still runs the code that users get; only the test bodies themselves run slower.
+# - The third-party headers that every test file parses (GoogleTest, gmock, RapidCheck, nlohmann/json, fmt, the
+#   STL) are precompiled once and reused by every test executable (msa_test_pch), when MSA_PCH is on.
+if(MSA_SANITIZE)
+  set(_msa_test_opt_default "-O0")
+elseif(CMAKE_BUILD_TYPE STREQUAL "Release")
+  set(_msa_test_opt_default "-O1")
+else()
+  set(_msa_test_opt_default "")
+endif()
+set(MSA_TEST_OPT_FLAGS "${_msa_test_opt_default}" CACHE STRING
+    "Optimisation flags of the test executables' own sources (the libraries they test keep the build type's)")
+# msa_test_code(<target>): the flags above for a test executable (msa_add_test does it; custom test targets call it).
+function(msa_test_code target)
+  separate_arguments(opt UNIX_COMMAND "${MSA_TEST_OPT_FLAGS}")
+  if(opt)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${opt}>)  # after the build type's: it wins
+  endif()
+  if(MSA_PCH)
+    if(NOT TARGET msa_test_pch)
+      # The header set is compiled in a target of its own with the same flags as the tests (an executable, so that
+      # it gets their -fPIE; GCC rejects a precompiled header built with other flags, and -Werror makes that an
+      # error rather than a silent slow build).
+      set(anchor ${PROJECT_BINARY_DIR}/msa_test_pch.cpp)
+      file(CONFIGURE OUTPUT ${anchor} CONTENT "// The anchor of the test executables' precompiled header.\n")
+      add_executable(msa_test_pch EXCLUDE_FROM_ALL ${anchor})
+      target_link_libraries(msa_test_pch PRIVATE msa_core nlohmann_json::nlohmann_json fmt::fmt GTest::gtest
+                                                 GTest::gtest_main GTest::gmock rapidcheck rapidcheck_gtest)
+      target_compile_definitions(msa_test_pch PRIVATE MSA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+      msa_target_defaults(msa_test_pch)
+      if(opt)
+        target_compile_options(msa_test_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${opt}>)
+      endif()
+      target_precompile_headers(msa_test_pch PRIVATE ${MSA_PCH_HEADERS}
+        <gtest/gtest.h> <gmock/gmock.h> <rapidcheck.h> <rapidcheck/gtest.h>)
+    endif()
+    target_precompile_headers(${target} REUSE_FROM msa_test_pch)
+  endif()
+endfunction()
 function(msa_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
@@ -15,6 +60,7 @@ function(msa_add_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE MSA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   msa_target_defaults(${name})
+  msa_test_code(${name})
   if(MSA_UNIT_TESTS_ONLY AND NOT "unit" IN_LIST ARG_LABELS)
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
     return()
