@@ -112,9 +112,13 @@ struct IdxParams {
     bool attn_topk;  // the attention CTAs run the top-k (AttnParams::scores); the last CTA only publishes the scores
 };
 
+// The block maxima of index row `unit` (request s, row r: unit = s * rows + r): max_blocks * parts floats.
+__device__ __forceinline__ float* row_scores(float* scores, std::size_t unit, int max_blocks, int parts) {
+    return scores + unit * max_blocks * parts;
+}
 // Where the indexer stores row `row`'s maximum over work item `item` (block item / parts, page part item % parts).
 __device__ __forceinline__ float* score_slot(const IdxParams& p, int s, int row, int item) {
-    return p.scores + (static_cast<std::size_t>(s) * p.rows + row) * p.max_blocks * p.parts + item;
+    return row_scores(p.scores, static_cast<std::size_t>(s) * p.rows + row, p.max_blocks, p.parts) + item;
 }
 // Lanes 0-3 store the block maxima of NT n-tiles of 8 index rows from row0 (MMA layout: lane l holds rows 2l, 2l + 1).
 template <int NT>
@@ -802,7 +806,7 @@ struct AttnParams {
     // Non-null: the indexer's block maxima (IdxParams::scores layout); each CTA runs its (query, kv head) row's top-k
     // itself (split 0 writes it to topk_idx), in parallel over the rows instead of the indexer's last CTA per request
     // looping over them (8 rows per warp with 8 queries).
-    const float* scores;
+    float* scores;
     int parts;
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
@@ -997,7 +1001,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         int blk = -1, pg = -1;
         const int slot = split * p.pages_per_split + lane;
         if (p.scores) {
-            const TopkPick pk = topk_pick(p.scores + unit * p.max_blocks * p.parts, p.parts,
+            const TopkPick pk = topk_pick(row_scores(p.scores, unit, p.max_blocks, p.parts), p.parts,
                                           p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane,
                                           nullptr);
             if (split == 0 && lane < p.topk) p.topk_idx[unit * p.topk + lane] = pk.blk;
