@@ -206,6 +206,7 @@ BackendStats EngineBackend::stats() const {
     s.prefix_cache_queries = static_cast<std::uint64_t>(e.prefix_cache_queries);
     s.prefix_cache_hits = static_cast<std::uint64_t>(e.prefix_cache_hits);
     s.num_preemptions = static_cast<std::uint64_t>(e.num_preemptions);
+    s.engine_generation_tokens = static_cast<std::uint64_t>(e.generation_tokens);
     s.spec_decode_num_drafts = static_cast<std::uint64_t>(e.spec_num_drafts);
     s.spec_decode_num_draft_tokens = static_cast<std::uint64_t>(e.spec_num_draft_tokens);
     s.spec_decode_num_accepted_tokens = static_cast<std::uint64_t>(e.spec_num_accepted_tokens);

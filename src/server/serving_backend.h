@@ -36,6 +36,9 @@ struct BackendStats {
     std::uint64_t prefix_cache_queries = 0;  // tokens looked up in the prefix cache
     std::uint64_t prefix_cache_hits = 0;     // tokens found
     std::uint64_t num_preemptions = 0;
+    // Tokens the engine sampled, those of requests cancelled before the client read them included (the
+    // vllm:generation_tokens_total counter counts what requests delivered).
+    std::uint64_t engine_generation_tokens = 0;
     std::uint64_t spec_decode_num_drafts = 0;
     std::uint64_t spec_decode_num_draft_tokens = 0;
     std::uint64_t spec_decode_num_accepted_tokens = 0;

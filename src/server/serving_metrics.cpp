@@ -72,6 +72,9 @@ ServingMetrics::ServingMetrics(std::string model_name, std::function<BackendStat
                    .gauge({model_});
     auto& preemptions = registry_.counter("vllm:num_preemptions_total", "Cumulative number of preemptions.", kModel)
                             .counter({model_});
+    auto& engine_tokens = registry_.counter("msa:engine_generation_tokens_total",
+                                            "Tokens the engine generated, cancelled requests' included.", kModel)
+                              .counter({model_});
     auto& prefix_queries = registry_.counter("vllm:prefix_cache_queries_total",
                                              "Prefix cache queries, in terms of number of queried tokens.", kModel)
                                .counter({model_});
@@ -89,7 +92,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::function<BackendStat
     // Finish reasons always present, so that rate() works from the first scrape.
     for (const char* reason : {"stop", "length", "abort"}) request_success_.counter({model_, reason});
 
-    registry_.on_collect([=, this, &running, &waiting, &kv, &preemptions, &prefix_queries, &prefix_hits, &drafts,
+    registry_.on_collect([=, this, &running, &waiting, &kv, &preemptions, &engine_tokens, &prefix_queries, &prefix_hits, &drafts,
                           &draft_tokens, &accepted, &per_pos] {
         if (!stats) return;
         const BackendStats s = stats();
@@ -97,6 +100,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::function<BackendStat
         waiting.set(static_cast<double>(s.num_waiting));
         kv.set(s.kv_cache_usage);
         preemptions.set_total(static_cast<double>(s.num_preemptions));
+        engine_tokens.set_total(static_cast<double>(s.engine_generation_tokens));
         prefix_queries.set_total(static_cast<double>(s.prefix_cache_queries));
         prefix_hits.set_total(static_cast<double>(s.prefix_cache_hits));
         drafts.set_total(static_cast<double>(s.spec_decode_num_drafts));

@@ -114,6 +114,7 @@ TEST(ServingMetrics, VllmNamesWithModelLabel) {
     stats.prefix_cache_queries = 1000;
     stats.prefix_cache_hits = 640;
     stats.num_preemptions = 1;
+    stats.engine_generation_tokens = 9;
     stats.spec_decode_num_drafts = 10;
     stats.spec_decode_num_draft_tokens = 30;
     stats.spec_decode_num_accepted_tokens = 18;
@@ -141,6 +142,7 @@ TEST(ServingMetrics, VllmNamesWithModelLabel) {
                      {{"model_name", "msa-test"}, {"finished_reason", "abort"}}),
               0.0);
     EXPECT_EQ(sample(parsed, "vllm:num_preemptions", "vllm:num_preemptions_total", m), 1.0);
+    EXPECT_EQ(sample(parsed, "msa:engine_generation_tokens", "msa:engine_generation_tokens_total", m), 9.0);
     EXPECT_EQ(sample(parsed, "vllm:prefix_cache_queries", "vllm:prefix_cache_queries_total", m), 1000.0);
     EXPECT_EQ(sample(parsed, "vllm:prefix_cache_hits", "vllm:prefix_cache_hits_total", m), 640.0);
     EXPECT_EQ(sample(parsed, "vllm:spec_decode_num_drafts", "vllm:spec_decode_num_drafts_total", m), 10.0);
