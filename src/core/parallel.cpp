@@ -54,12 +54,12 @@ public:
         ensure_workers(ranges - 1);
         fn_.store(&fn, std::memory_order_relaxed);
         n_.store(n, std::memory_order_relaxed);
-        ranges_.store(ranges, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
         error_ = nullptr;
         const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
-        // The ticket carries the generation, so a claim by a worker still looking at an older loop fails.
-        ticket_.store(static_cast<std::uint64_t>(gen) << 32, std::memory_order_release);
+        // The ticket carries the generation and the range count, so a claim by a worker still looking at an older
+        // loop fails, and whether a range is left is decided from the ticket alone.
+        ticket_.store(make_ticket(gen, ranges, 0), std::memory_order_release);
         generation_.store(gen, std::memory_order_seq_cst);
         // Wake sleeping workers (the seq_cst pair with worker_loop: either a worker sees the new generation, or we
         // see it counted as asleep). No condition_variable call when every worker is still spinning.
@@ -83,6 +83,11 @@ public:
     }
 
 private:
+    // Ticket layout: generation (32 bits) | range count (16) | next range to claim (16).
+    static std::uint64_t make_ticket(std::uint32_t gen, std::uint32_t ranges, std::uint32_t index) {
+        return static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ranges) << 16 | index;
+    }
+
     static void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -101,14 +106,19 @@ private:
         std::uint64_t t = ticket_.load(std::memory_order_acquire);
         while (true) {
             if (static_cast<std::uint32_t>(t >> 32) != gen) return;
-            const std::uint32_t ranges = ranges_.load(std::memory_order_relaxed);
-            const auto index = static_cast<std::uint32_t>(t);
+            // The range count comes from the ticket itself. Reading it from a separate variable let a worker that
+            // had just finished loop g see loop g+1's larger count while the ticket still showed g, claim a range
+            // "of g" that did not exist, and run it with g+1's function (a range run twice, and a done count that
+            // overshot, so the caller waited forever).
+            const auto ranges = static_cast<std::uint32_t>(t >> 16) & 0xffffu;
+            const auto index = static_cast<std::uint32_t>(t) & 0xffffu;
             if (index >= ranges) return;
             if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
                 continue;
             }
-            // The claim succeeded while the ticket still showed `gen`, so the loop's parameters are this loop's,
-            // and its caller cannot return before this range is counted done.
+            // The claim succeeded on an open range of loop `gen`, so the loop's parameters are this loop's (they
+            // were written before its ticket was released), and its caller cannot return before this range is
+            // counted done.
             const std::size_t n = n_.load(std::memory_order_relaxed);
             const std::size_t begin = n * index / ranges;
             const std::size_t end = n * (index + 1) / ranges;
@@ -150,7 +160,6 @@ private:
     std::atomic<std::uint64_t> ticket_{0};
     std::atomic<const RangeFn*> fn_{nullptr};
     std::atomic<std::size_t> n_{0};
-    std::atomic<std::uint32_t> ranges_{0};
     std::atomic<std::uint32_t> done_{0};
     std::mutex error_mutex_;
     std::mutex sleep_mutex_;
@@ -183,8 +192,10 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     if (n == 0) return;
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t max_chunks = (n + grain - 1) / grain;
-    const auto ranges =
-        static_cast<std::uint32_t>(std::min<std::size_t>(max_chunks, static_cast<std::size_t>(num_threads())));
+    // At most kMaxRanges ranges: the pool's ticket holds the count in 16 bits.
+    constexpr std::size_t kMaxRanges = 4096;
+    const auto ranges = static_cast<std::uint32_t>(
+        std::min({max_chunks, static_cast<std::size_t>(num_threads()), kMaxRanges}));
     if (ranges <= 1 || in_parallel_loop) {
         fn(0, n);
         return;

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -139,6 +141,45 @@ TEST(ParallelFor, ManyShortLoopsFromSeveralThreads) {
     }
     for (auto& t : callers) t.join();
     EXPECT_EQ(failures.load(), 0);
+}
+
+// MSA_STRESS_SCALE=k runs k times the rounds (for hunting races by hand).
+int rounds_scale() {
+    const char* v = std::getenv("MSA_STRESS_SCALE");
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 1;
+}
+
+TEST(ParallelFor, AlternatingLoopSizesRunEachRangeOnceAndNeverHang) {
+    // Back-to-back loops whose range counts alternate between small and large, many workers: a worker that finished
+    // the last range of one loop must not claim a range of the next one with the old loop's ticket (that ran a
+    // range twice, with a stale function, and could leave the caller waiting for a count it had passed).
+    set_num_threads(16);
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 1200 && !finished.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!finished.load()) {
+            std::fprintf(stderr, "parallel_for hung (no progress in 120 s)\n");
+            std::_Exit(1);
+        }
+    });
+    int failures = 0;
+    for (int round = 0; round < 200000 * rounds_scale() && failures == 0; ++round) {
+        const std::size_t n = round % 2 == 0 ? 2 : 16;
+        // A fresh vector per loop: a stale call into the previous loop's function would touch freed memory.
+        auto hits = std::make_unique<std::vector<std::atomic<int>>>(n);
+        parallel_for(n, 1, [&hits](std::size_t b, std::size_t e) {
+            for (std::size_t i = b; i < e; ++i) (*hits)[i]++;
+        });
+        for (std::size_t i = 0; i < n; ++i) {
+            if ((*hits)[i].load() != 1) {
+                ++failures;
+                ADD_FAILURE() << "round " << round << " index " << i << " ran " << (*hits)[i].load() << " times";
+            }
+        }
+    }
+    finished = true;
+    watchdog.join();
+    EXPECT_EQ(failures, 0);
 }
 
 TEST(CpuFeatures, OverrideForTesting) {
