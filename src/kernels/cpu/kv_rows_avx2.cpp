@@ -66,10 +66,11 @@ inline void block_values(__m128i ints, const float* half_scale, __m256& v0, __m2
     }
 }
 
-template <KvRead kMode>
+// kBlocks > 0: the row length fixed at compile time, as in dot_rows_step below.
+template <KvRead kMode, int kBlocks = 0>
 void read_rows(const PageRows& p, int count, float* out) {
     const float* half = e4m3_half_table();
-    const int blocks = p.dim / 16;
+    const int blocks = kBlocks > 0 ? kBlocks : p.dim / 16;
     for (int t = 0; t < count; ++t) {
         const std::uint8_t* d = p.codes(t);
         const std::uint8_t* s = p.block_scales(t);
@@ -99,9 +100,9 @@ void read_rows(const PageRows& p, int count, float* out) {
 void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
     const PageRows p = page_rows(rows, page);
     if (mode == KvRead::e4m3) {
-        read_rows<KvRead::e4m3>(p, count, out);
+        (p.dim == 128 ? read_rows<KvRead::e4m3, 8> : read_rows<KvRead::e4m3>)(p, count, out);
     } else {
-        read_rows<KvRead::exact>(p, count, out);
+        (p.dim == 128 ? read_rows<KvRead::exact, 8> : read_rows<KvRead::exact>)(p, count, out);
     }
 }
 
@@ -128,10 +129,12 @@ inline void block_fma(const float* a, int dim, int col, const __m256 (&v0)[T], c
 // R query rows against stored rows [t0, t0 + T): one accumulator per (stored row, query row), so that few query rows
 // (decode's index heads, or one head per task) still give the core several independent FMA chains; each chain is the
 // one a single row would form.
-template <KvRead kMode, int R, int T>
+// kBlocks > 0: the row length is fixed at compile time (kBlocks 16-value blocks; 8 for the models' head and index
+// dimension of 128), so the block loop unrolls completely and the accumulators stay in registers.
+template <KvRead kMode, int R, int T, int kBlocks = 0>
 inline void dot_rows_step(const PageRows& p, int t0, const float* a, float* out, std::int64_t ldo) {
-    const int dim = p.dim;
-    const int blocks = dim / 16;
+    const int dim = kBlocks > 0 ? kBlocks * 16 : p.dim;
+    const int blocks = kBlocks > 0 ? kBlocks : dim / 16;
     const float* half = e4m3_half_table();
     const std::uint8_t* d[T];
     const std::uint8_t* s[T];
@@ -171,7 +174,11 @@ template <KvRead kMode, int R>
 void dot_rows_fixed(const PageRows& p, int count, const float* a, float* out, std::int64_t ldo) {
     constexpr int T = rows_per_pass<R>();
     int t = 0;
-    for (; t + T <= count; t += T) dot_rows_step<kMode, R, T>(p, t, a, out, ldo);
+    if (p.dim == 128) {
+        for (; t + T <= count; t += T) dot_rows_step<kMode, R, T, 8>(p, t, a, out, ldo);
+    } else {
+        for (; t + T <= count; t += T) dot_rows_step<kMode, R, T>(p, t, a, out, ldo);
+    }
     for (; t < count; ++t) dot_rows_step<kMode, R, 1>(p, t, a, out, ldo);
 }
 
