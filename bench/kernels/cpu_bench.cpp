@@ -289,6 +289,22 @@ void bench_attention(Recorder& rec, double triad, bool quick) {
         const double t_dense = time_median(5, [&] {
             cpu::dense_attention(kv, {&seq, 1}, q.data(), shape, AttentionNumerics::exact, out.data());
         });
+        if (ctx == 8192) {
+            // The fused NVFP4 key product alone (dot_kv_rows, the indexer's and the attention's QK kernel), one
+            // thread's work over every index key of the context, for 1, 2 and 4 query rows (decode's index heads or
+            // a group's query heads): its cost per key is mostly the decoding of the key, shared by the rows.
+            std::vector<float> dots(4 * 128), scratch;
+            std::vector<float> a(4 * D);
+            for (auto& v : a) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+            for (const int r : {1, 2, 4}) {
+                const double t = time_median(15, [&] {
+                    for (int b = 0; b < blocks; ++b)
+                        cpu::dot_kv_rows(kv.index_k(), b, 128, cpu::KvRead::exact, a.data(), r, dots.data(), 128, scratch);
+                });
+                rec.add("kv_dot_nvfp4_d128_r" + std::to_string(r), t / ctx * 1e9, "ns per key",
+                        {{"keys", ctx}, {"query_rows", r}, {"seconds", t}});
+            }
+        }
         const double row = 72.0;  // NVFP4 bytes per 128-value row
         const double msa_bytes = ctx * row + Hkv * 2.0 * topk * 128 * row;
         const double dense_bytes = Hkv * 2.0 * ctx * row;
