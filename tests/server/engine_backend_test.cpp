@@ -230,15 +230,28 @@ TEST(EngineBackend, ContextOverflowIs400) {
 
 TEST(EngineBackend, ClientDisconnectFreesThePagesAtOnce) {
     Stack s;
-    // Hold the engine 300 token writes in until the client is gone: otherwise a loaded machine may delay the
-    // client's close until all 1500 tokens sit in the socket buffers and the request ends by length, not abort.
+    // Hold the engine 300 token writes in until the client is gone and the server has cancelled the request (its
+    // stream records the abort right after cancelling): otherwise a loaded machine may let the engine write all 1500
+    // tokens before the HTTP thread notices the closed connection, and the request ends by length, not abort.
     std::mutex mu;
     std::condition_variable cv;
     bool client_gone = false;
+    bool server_cancelled = false;
     int writes = 0;
+    const auto abort_recorded = [&] {
+        return s.metrics.render().find("finished_reason=\"abort\"} 1") != std::string::npos;
+    };
     s.model.on_write = [&](PageId) {
         std::unique_lock lock(mu);
-        if (++writes > 300) cv.wait_for(lock, 60s, [&] { return client_gone; });
+        if (++writes <= 300 || server_cancelled) return;
+        cv.wait_for(lock, 60s, [&] { return client_gone; });
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (!abort_recorded() && std::chrono::steady_clock::now() < deadline) {
+            lock.unlock();
+            std::this_thread::sleep_for(2ms);
+            lock.lock();
+        }
+        server_cancelled = true;
     };
     json body = chat(1500, {{"stream", true}, {"ignore_eos", true}});
     const std::string got =
