@@ -49,9 +49,9 @@ using RangeFn = std::function<void(std::size_t, std::size_t)>;
 
 class Pool {
 public:
-    // Runs fn over n items split into `ranges` contiguous ranges, with up to ranges - 1 workers helping.
-    void run(std::size_t n, std::uint32_t ranges, const RangeFn& fn) {
-        ensure_workers(ranges - 1);
+    // Runs fn over n items split into `ranges` contiguous ranges, with up to `helpers` workers helping.
+    void run(std::size_t n, std::uint32_t ranges, std::uint32_t helpers, const RangeFn& fn) {
+        ensure_workers(helpers);
         fn_.store(&fn, std::memory_order_relaxed);
         n_.store(n, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
@@ -192,11 +192,14 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     if (n == 0) return;
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t max_chunks = (n + grain - 1) / grain;
-    // At most kMaxRanges ranges: the pool's ticket holds the count in 16 bits.
+    // A few ranges per thread rather than one: threads claim them as they come, so a thread that starts late (a
+    // worker waking from sleep, a core busy with something else, a slower core of a hybrid CPU) leaves its share to
+    // the others instead of holding up the loop. At most kMaxRanges: the pool's ticket holds the count in 16 bits.
+    constexpr std::size_t kRangesPerThread = 4;
     constexpr std::size_t kMaxRanges = 4096;
-    const auto ranges = static_cast<std::uint32_t>(
-        std::min({max_chunks, static_cast<std::size_t>(num_threads()), kMaxRanges}));
-    if (ranges <= 1 || in_parallel_loop) {
+    const auto threads = static_cast<std::size_t>(num_threads());
+    const auto ranges = static_cast<std::uint32_t>(std::min({max_chunks, threads * kRangesPerThread, kMaxRanges}));
+    if (ranges <= 1 || threads <= 1 || in_parallel_loop) {
         fn(0, n);
         return;
     }
@@ -206,7 +209,7 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         fn(0, n);
         return;
     }
-    pool().run(n, ranges, fn);
+    pool().run(n, ranges, static_cast<std::uint32_t>(std::min<std::size_t>(ranges, threads) - 1), fn);
 }
 
 }  // namespace msa

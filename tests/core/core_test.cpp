@@ -75,17 +75,24 @@ TEST(ParallelFor, CoversEveryIndexExactlyOnce) {
 }
 
 TEST(ParallelFor, SameRangesAsAStaticSplit) {
-    // Kernels rely on the split being deterministic (bit-identical results whatever thread runs a range).
-    set_num_threads(4);
-    std::mutex m;
-    std::vector<std::pair<std::size_t, std::size_t>> seen;
-    parallel_for(10, 1, [&](std::size_t begin, std::size_t end) {
-        const std::lock_guard<std::mutex> lock(m);
-        seen.emplace_back(begin, end);
-    });
-    std::sort(seen.begin(), seen.end());
-    const std::vector<std::pair<std::size_t, std::size_t>> expected{{0, 2}, {2, 5}, {5, 7}, {7, 10}};
-    EXPECT_EQ(seen, expected);
+    // Kernels rely on the split being deterministic (bit-identical results whatever thread runs a range): four
+    // ranges per thread at most, none smaller than the grain, boundaries n * i / ranges.
+    auto ranges_of = [](std::size_t n, std::size_t grain) {
+        std::mutex m;
+        std::vector<std::pair<std::size_t, std::size_t>> seen;
+        parallel_for(n, grain, [&](std::size_t begin, std::size_t end) {
+            const std::lock_guard<std::mutex> lock(m);
+            seen.emplace_back(begin, end);
+        });
+        std::sort(seen.begin(), seen.end());
+        return seen;
+    };
+    using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+    set_num_threads(2);
+    EXPECT_EQ(ranges_of(20, 1), (Ranges{{0, 2}, {2, 5}, {5, 7}, {7, 10}, {10, 12}, {12, 15}, {15, 17}, {17, 20}}));
+    EXPECT_EQ(ranges_of(10, 4), (Ranges{{0, 3}, {3, 6}, {6, 10}}));  // ceil(10 / 4) = 3 ranges
+    set_num_threads(1);
+    EXPECT_EQ(ranges_of(20, 1), (Ranges{{0, 20}}));
 }
 
 TEST(ParallelFor, NestedLoopsRunInTheCallingThread) {
