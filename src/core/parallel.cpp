@@ -59,7 +59,7 @@ public:
         const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
         // The ticket carries the generation and the range count, so a claim by a worker still looking at an older
         // loop fails, and whether a range is left is decided from the ticket alone.
-        ticket_.store(make_ticket(gen, ranges, 0), std::memory_order_release);
+        ticket_.store(make_ticket(gen, ranges), std::memory_order_release);
         generation_.store(gen, std::memory_order_seq_cst);
         // Wake sleeping workers (the seq_cst pair with worker_loop: either a worker sees the new generation, or we
         // see it counted as asleep). No condition_variable call when every worker is still spinning.
@@ -83,10 +83,13 @@ public:
     }
 
 private:
-    // Ticket layout: generation (32 bits) | range count (16) | next range to claim (16).
-    static std::uint64_t make_ticket(std::uint32_t gen, std::uint32_t ranges, std::uint32_t index) {
-        return static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ranges) << 16 | index;
+    // Ticket layout: generation (32 bits) | range count (16) | next range to claim (16); a claim adds 1.
+    static std::uint64_t make_ticket(std::uint32_t gen, std::uint32_t ranges) {
+        return static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ranges) << 16;
     }
+    static std::uint32_t ticket_generation(std::uint64_t t) { return static_cast<std::uint32_t>(t >> 32); }
+    static std::uint32_t ticket_ranges(std::uint64_t t) { return static_cast<std::uint32_t>(t >> 16) & 0xffffu; }
+    static std::uint32_t ticket_index(std::uint64_t t) { return static_cast<std::uint32_t>(t) & 0xffffu; }
 
     static void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -105,13 +108,13 @@ private:
     void claim_and_run(std::uint32_t gen) {
         std::uint64_t t = ticket_.load(std::memory_order_acquire);
         while (true) {
-            if (static_cast<std::uint32_t>(t >> 32) != gen) return;
+            if (ticket_generation(t) != gen) return;
             // The range count comes from the ticket itself. Reading it from a separate variable let a worker that
             // had just finished loop g see loop g+1's larger count while the ticket still showed g, claim a range
             // "of g" that did not exist, and run it with g+1's function (a range run twice, and a done count that
             // overshot, so the caller waited forever).
-            const auto ranges = static_cast<std::uint32_t>(t >> 16) & 0xffffu;
-            const auto index = static_cast<std::uint32_t>(t) & 0xffffu;
+            const std::uint32_t ranges = ticket_ranges(t);
+            const std::uint32_t index = ticket_index(t);
             if (index >= ranges) return;
             if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
                 continue;

@@ -92,8 +92,8 @@ ServingMetrics::ServingMetrics(std::string model_name, std::function<BackendStat
     // Finish reasons always present, so that rate() works from the first scrape.
     for (const char* reason : {"stop", "length", "abort"}) request_success_.counter({model_, reason});
 
-    registry_.on_collect([=, this, &running, &waiting, &kv, &preemptions, &engine_tokens, &prefix_queries, &prefix_hits, &drafts,
-                          &draft_tokens, &accepted, &per_pos] {
+    registry_.on_collect([=, this, &running, &waiting, &kv, &preemptions, &engine_tokens, &prefix_queries,
+                          &prefix_hits, &drafts, &draft_tokens, &accepted, &per_pos] {
         if (!stats) return;
         const BackendStats s = stats();
         running.set(static_cast<double>(s.num_running));

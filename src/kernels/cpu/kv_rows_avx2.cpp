@@ -66,7 +66,12 @@ inline void block_values(__m128i ints, const float* half_scale, __m256& v0, __m2
     }
 }
 
-// kBlocks > 0: the row length fixed at compile time, as in dot_rows_step below.
+// Rows of 128 values (the models' head and index dimension) take versions of the row reader and of the fused product
+// with this block count fixed at compile time: the block loop unrolls and the accumulators stay in registers.
+constexpr int kFixedRowBlocks = 8;
+inline bool fixed_row_length(const PageRows& p) { return p.dim == kFixedRowBlocks * 16; }
+
+// kBlocks > 0: the row length fixed at compile time (kFixedRowBlocks).
 template <KvRead kMode, int kBlocks = 0>
 void read_rows(const PageRows& p, int count, float* out) {
     const float* half = e4m3_half_table();
@@ -100,9 +105,9 @@ void read_rows(const PageRows& p, int count, float* out) {
 void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out) {
     const PageRows p = page_rows(rows, page);
     if (mode == KvRead::e4m3) {
-        (p.dim == 128 ? read_rows<KvRead::e4m3, 8> : read_rows<KvRead::e4m3>)(p, count, out);
+        (fixed_row_length(p) ? read_rows<KvRead::e4m3, kFixedRowBlocks> : read_rows<KvRead::e4m3>)(p, count, out);
     } else {
-        (p.dim == 128 ? read_rows<KvRead::exact, 8> : read_rows<KvRead::exact>)(p, count, out);
+        (fixed_row_length(p) ? read_rows<KvRead::exact, kFixedRowBlocks> : read_rows<KvRead::exact>)(p, count, out);
     }
 }
 
@@ -129,12 +134,11 @@ inline void block_fma(const float* a, int dim, int col, const __m256 (&v0)[T], c
 // R query rows against stored rows [t0, t0 + T): one accumulator per (stored row, query row), so that few query rows
 // (decode's index heads, or one head per task) still give the core several independent FMA chains; each chain is the
 // one a single row would form.
-// kBlocks > 0: the row length is fixed at compile time (kBlocks 16-value blocks; 8 for the models' head and index
-// dimension of 128), so the block loop unrolls completely and the accumulators stay in registers.
+// kBlocks > 0: the row length fixed at compile time (kFixedRowBlocks).
 template <KvRead kMode, int R, int T, int kBlocks = 0>
 inline void dot_rows_step(const PageRows& p, int t0, const float* a, float* out, std::int64_t ldo) {
-    const int dim = kBlocks > 0 ? kBlocks * 16 : p.dim;
-    const int blocks = kBlocks > 0 ? kBlocks : dim / 16;
+    const int blocks = kBlocks > 0 ? kBlocks : p.dim / 16;
+    const int dim = blocks * 16;
     const float* half = e4m3_half_table();
     const std::uint8_t* d[T];
     const std::uint8_t* s[T];
@@ -174,8 +178,8 @@ template <KvRead kMode, int R>
 void dot_rows_fixed(const PageRows& p, int count, const float* a, float* out, std::int64_t ldo) {
     constexpr int T = rows_per_pass<R>();
     int t = 0;
-    if (p.dim == 128) {
-        for (; t + T <= count; t += T) dot_rows_step<kMode, R, T, 8>(p, t, a, out, ldo);
+    if (fixed_row_length(p)) {
+        for (; t + T <= count; t += T) dot_rows_step<kMode, R, T, kFixedRowBlocks>(p, t, a, out, ldo);
     } else {
         for (; t + T <= count; t += T) dot_rows_step<kMode, R, T>(p, t, a, out, ldo);
     }
