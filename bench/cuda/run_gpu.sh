@@ -5,8 +5,9 @@
 #   OUT=<dir> BIN=gpubin bash bench/cuda/run_gpu.sh [steps]
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
-#   pbench     prefill set of workloads.md (msa_prefill_bench);  pbench2  the same with 2 gathered queries per
-#              attention warp (MSA_PF_QPW=2);  pncu2  Nsight Compute of that attention kernel
+#   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
+#              (MSA_PF_WGMMA=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
+#              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
 #   dsweep     decode plan options (bench/cuda/dsweep.sh: MSA_* switches of msa_decode_bench) on the latency, large
@@ -54,11 +55,14 @@ for step in ${STEPS//,/ }; do
     pbench)
       timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench.json" 2>> "$R/pbench.err"
       echo "pbench rc=$?" >> "$R/pbench.err"; tail -2 "$R/pbench.err"; cat "$R/pbench.json";;
+    pbmma)
+      MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
+      echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
     pbench2)
-      MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
+      MSA_PF_WGMMA=0 MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
       echo "pbench2 rc=$?" >> "$R/pbench2.err"; tail -2 "$R/pbench2.err";;
     pncu2)
-      MSA_PF_QPW=2 timeout $(lim 100) ncu --clock-control none --section SpeedOfLight --section Occupancy \
+      MSA_PF_WGMMA=0 MSA_PF_QPW=2 timeout $(lim 100) ncu --clock-control none --section SpeedOfLight --section Occupancy \
         --section LaunchStats --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_attn" -c 1 \
         "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncu2.txt" 2>&1
       grep -E "pf_|Duration|L1/TEX Cache|Achieved Occ|Issued Ipc" "$R/pncu2.txt" | head -12;;
@@ -111,7 +115,7 @@ for step in ${STEPS//,/ }; do
   esac
 done
 echo "=== done at $(( $(date +%s) - START )) s" >> "$R/steps.log"
-BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29_run2.json}
+BASE=${BASELINE:-bench/results/cuda_prefill_2026-11-29_run3.json}
 python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/bench.json" --torch "$R/torch.json" \
   --results "$R/compare.json" --date "$(date -u +%F)" --commit "$(cat "$R/commit.txt" 2>/dev/null)" \
   --baseline "$BASE" > "$R/summary.md" 2> "$R/summary.err"
@@ -125,6 +129,13 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
+  [ -f "$R/pbench_mma.json" ] && echo "- prefill ms with the mma.sync kernels: $(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    print("; ".join("%s %.3f" % (c["case"], c["ms"]) for c in d["cases"]))
+except Exception as e:
+    print("unreadable:", e)' "$R/pbench_mma.json")"
   [ -f "$R/pbench2.json" ] && echo "- prefill ms with 2 queries per attention warp: $(python3 -c '
 import json, sys
 try:
@@ -138,7 +149,7 @@ except Exception as e:
   for f in memcheck racecheck; do
     [ -f "$R/$f.log" ] && echo "- decode $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z]*_kernel/{match($0,/pf_[a-z]*_kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
+  [ -f "$R/pncu.txt" ] && echo "- ncu 8K on 32K (kernel us): $(awk '/^  .*pf_[a-z_]*kernel/{match($0,/pf_[a-z_]*kernel/); k=substr($0,RSTART,RLENGTH)} /Duration/{printf "%s %s%s; ", k, $3, $2}' "$R/pncu.txt" | head -c 600)"
   echo
 } >> "$R/summary.md"
 cp "$R/summary.md" "$OUTD/summary.md"

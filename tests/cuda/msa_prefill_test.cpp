@@ -154,10 +154,17 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     MsaPrefillOptions small_window;
     small_window.window_tokens = 200;
     small_window.idx_blocks_per_item = 3;
-    MsaPrefillOptions pair;
+    MsaPrefillOptions mma;
+    mma.wgmma = false;
+    MsaPrefillOptions small_window_mma = small_window;
+    small_window_mma.wgmma = false;
+    MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
-    const Variant variants[] = {
-        {"auto", {}}, {"window 200, 3 blocks/item", small_window}, {"2 queries per warp", pair}};
+    const Variant variants[] = {{"auto (wgmma)", {}},
+                                {"window 200, 3 blocks/item", small_window},
+                                {"mma.sync", mma},
+                                {"mma.sync, window 200, 3 blocks/item", small_window_mma},
+                                {"mma.sync, 2 queries per warp", pair}};
     for (const Variant& var : variants) {
         const int vf0 = g_fail;
         MsaPrefillPlan plan = make_prefill_plan(geo, seqs, max_blocks, var.opt);

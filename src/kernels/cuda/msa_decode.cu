@@ -443,16 +443,6 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
 // (A from registers, same per-warp fragment as mma.sync m16n8k32); B = the query columns in shared memory (1 KB,
 // K-major, no swizzle: per k32 step two 8 x 16-byte core matrices, 128 bytes apart). The warps run the same number of
 // m-tiles (a warp past its last item feeds zeros), since wgmma is a warpgroup instruction.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
-// Keeps the compiler from moving uses of accumulator registers across a wgmma wait (they are written asynchronously).
-__device__ __forceinline__ void wgmma_fence_operands(float (&d)[4][4]) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e])::"memory");
-}
 // D = A B (the accumulator is overwritten: scale-d = 0).
 __device__ __forceinline__ void wgmma_e4m3_m64n8k32(float (&d)[4], const std::uint32_t (&a)[4], std::uint64_t desc) {
     asm volatile(
@@ -478,7 +468,7 @@ __device__ __forceinline__ void wg_query_columns(const std::uint8_t* iq_req, int
         const int dim = 32 * j + 8 * c + 2 * (k & 3) + (k >> 4);
         bq[e] = half == (c >> 1) && head < rows ? iq_req[head * kHeadDim + dim] : 0;
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic-proxy writes -> wgmma reads
+    fence_proxy_async_smem();  // generic-proxy writes -> wgmma reads
 }
 // The warpgroup's item loop: every warp runs the same number of iterations (wgmma is a warpgroup instruction; a warp
 // past its last item gets live = false and feeds zeros), each warp double-buffering its own items through cp.async.
@@ -531,7 +521,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
             }
         };
         auto issue = [&](const std::uint32_t (&aa)[4][4], float (&dd)[4][4]) {
-            wgmma_fence_operands(dd);
+            wgmma_fence_regs(dd);
             wgmma_fence();
 #pragma unroll
             for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(dd[j], aa[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
@@ -550,7 +540,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
             decode(mt, a);
             issue(a, d);
             wgmma_wait0();
-            wgmma_fence_operands(d);
+            wgmma_fence_regs(d);
             if (live) scale_max(mt, d);
         }
 #pragma unroll
@@ -590,7 +580,7 @@ __device__ __forceinline__ void wg16_query_columns(const std::uint8_t* iq_req, i
         const int off = t * 1024 + (k >> 3) * 512 + (n >> 3) * 128 + (n & 7) * 16 + (k & 7) * 2;
         *reinterpret_cast<__half*>(bq + off) = __ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu));
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    fence_proxy_async_smem();
 }
 template <class CopyItem>
 __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,

@@ -61,35 +61,79 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
 // outputs go out as four 16-byte stores per row (instead of 32 two-byte loads and 32 four-byte stores), and the
 // NVFP4 decode needs no table: fp4x8's (n_i, n_{i+4}) pairs are exactly the tile words.
 constexpr std::uint32_t kH2x16384 = 0x74007400u;  // f16x2 (2^14, 2^14)
-// One (page, head) record (9216 bytes; global or shared memory) -> permuted FP16 tile of e2m1 * scale, exact:
-// (e2m1 * 2^-14) * 2^14 = e2m1, then * scale (at most 6 significant bits, >= 2^-10: a normal FP16). Rows >= valid
-// are zero (stale cache bytes never reach the MMAs). 128 threads; every 4-byte store of a warp hits 8 rows x 16 B in
-// distinct bank groups (the swizzle), so the stores are conflict free.
-__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid) {
+// One row's 32-dim chunk ch (0..3) of a (page, head) record (9216 bytes; global or shared memory) -> the row's words
+// of the permuted FP16 tile: o[j] = word ch of chunk j (f16x2 of e2m1 * scale), exact: (e2m1 * 2^-14) * 2^14 = e2m1,
+// then * scale (at most 6 significant bits, >= 2^-10: a normal FP16). Rows >= valid are zero (stale cache bytes
+// never reach the MMAs).
+__device__ __forceinline__ void dequant_row_chunk(const unsigned char* rec, int row, int ch, int valid,
+                                                  std::uint32_t (&o)[16]) {
+    if (row < valid) {
+        const uint4 d = *reinterpret_cast<const uint4*>(rec + row * 64 + ch * 16);
+        const std::uint32_t sh =
+            e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(rec + kBlock * 64 + row * 8 + 2 * ch));
+        const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
+        const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            std::uint32_t P[4];
+            fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[4 * m + i] = hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) o[j] = 0u;
+    }
+}
+// Tile layouts: byte offset of 16-byte chunk j (8 permuted dims) of row (key) `row`.
+// - mma.sync tiles (ldmatrix operands): rows of 256 bytes, chunks XOR-swizzled by the row (tile_off).
+// - wgmma tiles (shared-memory B operand, K-major, no swizzle): 8-row x 16-byte core matrices of 128 contiguous
+//   bytes; core matrix (row octet, chunk j) at j * 2048 + octet * 128, so the k16 step ks (chunks 2ks, 2ks + 1) starts
+//   at ks * 4096 with 2048 bytes between its two core matrices along K and 128 along N.
+struct SwizzledTile {
+    __device__ int operator()(int row, int j) const { return tile_off(row, j); }
+};
+struct WgTile {
+    __device__ int operator()(int row, int j) const { return j * 2048 + (row >> 3) * 128 + (row & 7) * 16; }
+};
+constexpr unsigned kWgStepBytes = 4096, kWgLead = 2048, kWgStride = 128;
+// One record -> an FP16 [128][128] tile in the permuted dim order. 128 threads; every 4-byte store of a warp hits 8
+// rows x 16 B in distinct bank groups with either layout, so the stores are conflict free.
+template <class Layout>
+__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid,
+                                             Layout layout) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
-        unsigned char* dst = tile + row * 256 + 4 * ch;
         std::uint32_t o[16];
-        if (row < valid) {
-            const uint4 d = *reinterpret_cast<const uint4*>(rec + row * 64 + ch * 16);
-            const std::uint32_t sh =
-                e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(rec + kBlock * 64 + row * 8 + 2 * ch));
-            const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
-            const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
+        dequant_row_chunk(rec, row, ch, valid, o);
 #pragma unroll
-            for (int m = 0; m < 4; ++m) {
-                std::uint32_t P[4];
-                fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
+        for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(tile + layout(row, j) + 4 * ch) = o[j];
+    }
+}
+// V record -> the transposed wgmma tile of P V (B = V^T: N = output dims, K = keys): row n holds the 128 keys of
+// dim dim_of(n) (8-key core-matrix rows), with n = 8 jj + 2 c + e for dim 32 c + 2 jj + e, so that the accumulator
+// columns of MMA lane c (8 jj + 2 c + e) are the 32 contiguous dims [32 c, 32 c + 32) and a row's partial output
+// goes out as four 16-byte stores. One thread decodes a key pair's 32-dim chunk and pairs the two keys per dim
+// (f16x2 words along K). Stores: 2-way bank conflicts (two key octets per warp), once per 32 gathered queries.
+__device__ __forceinline__ int vt_row_of_dim(int dim) {
+    return 8 * ((dim & 31) >> 1) + 2 * (dim >> 5) + (dim & 1);
+}
+__device__ __forceinline__ void dequant_page_vt(const unsigned char* rec, int valid, unsigned char* tile, int tid) {
 #pragma unroll
-                for (int i = 0; i < 4; ++i) o[4 * m + i] = hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
-            }
-        } else {
+    for (int k = 0; k < 2; ++k) {
+        const int u = tid + 128 * k, kp = u >> 2, ch = u & 3;
+        std::uint32_t o0[16], o1[16];
+        dequant_row_chunk(rec, 2 * kp, ch, valid, o0);
+        dequant_row_chunk(rec, 2 * kp + 1, ch, valid, o1);
+        unsigned char* base = tile + (kp >> 2) * 2048 + (kp & 3) * 4;
 #pragma unroll
-            for (int j = 0; j < 16; ++j) o[j] = 0u;
+        for (int j = 0; j < 16; ++j) {
+            const int d = 32 * ch + 8 * (j >> 2) + (j & 3);  // word ch of chunk j: dims (d, d + 4)
+            const int n0 = vt_row_of_dim(d), n1 = vt_row_of_dim(d + 4);
+            *reinterpret_cast<std::uint32_t*>(base + (n0 >> 3) * 128 + (n0 & 7) * 16) = prmt(o0[j], o1[j], 0x5410);
+            *reinterpret_cast<std::uint32_t*>(base + (n1 >> 3) * 128 + (n1 & 7) * 16) = prmt(o0[j], o1[j], 0x7632);
         }
-#pragma unroll
-        for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(dst + ((((j ^ row) & 7) | (j & 8)) << 4)) = o[j];
     }
 }
 // MMA A fragments of rows ra and rb (E4M3, 128 bytes each; null: a zero row) for the permuted tile order: k-step ks
@@ -158,7 +202,7 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
-        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid);
+        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid, SwizzledTile{});
         __syncthreads();
         float mx[2][2] = {{-CUDART_INF_F, -CUDART_INF_F}, {-CUDART_INF_F, -CUDART_INF_F}};
 #pragma unroll 1
@@ -203,6 +247,72 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
                 if (c == 0 && row < nrows)
                     p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v;
             }
+    }
+    cp_async_wait<0>();
+}
+
+// The same indexer on wgmma (default): the CTA's 4 warps are one warpgroup; the 128 rows are two M = 64 passes
+// (pass mt: warp w supplies rows 64 mt + 16 w .. + 15 from registers), each block is dequantised once into a wgmma
+// tile (WgTile) that the tensor cores read as B (N = the block's 128 keys) without a per-warp ldmatrix copy: the
+// shared-memory traffic of the B fragments, which bound the mma.sync version (docs/cuda-notes.md section 9), falls by
+// the 4 warps. Same exact products (E4M3 x exactly dequantised NVFP4 in FP16), FP32 accumulation.
+__global__ void __launch_bounds__(128, 3) pf_index_wg_kernel(const PfIdx p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char* stage = smem;
+    unsigned char* tile = smem + 2 * kPageHeadBytes;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
+    const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
+    const int* pt = p.page_table + static_cast<std::size_t>(seq) * p.max_blocks;
+    auto copy_page = [&](unsigned char* dst, int b) {
+        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
+        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
+    };
+    copy_page(stage, b0);
+    cp_async_commit();
+    std::uint32_t a[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        const int ra = 64 * mt + 16 * warp + r, rb = ra + 8;
+        load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
+                    rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, a[mt]);
+    }
+    const std::uint64_t desc0 = wg_desc_noswizzle(tile, kWgLead, kWgStride);
+    for (int b = b0, i = 0; b < b1; ++b, ++i) {
+        if (b + 1 < b1) copy_page(stage + ((i + 1) & 1) * kPageHeadBytes, b + 1);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();  // the stage has landed for every thread, and the previous block's wgmmas are complete
+        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid, WgTile{});
+        fence_proxy_async_smem();
+        __syncthreads();
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            float acc[16][4];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[mt][ks], desc0 + ks * (kWgStepBytes >> 4), ks > 0);
+            wgmma_commit();
+            wgmma_wait0();
+            wgmma_fence_regs(acc);
+            float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                m0 = fmaxf(m0, fmaxf(acc[j][0], acc[j][1]));
+                m1 = fmaxf(m1, fmaxf(acc[j][2], acc[j][3]));
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float v = h == 0 ? m0 : m1;
+                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+                const int row = 64 * mt + 16 * warp + 8 * h + r;
+                if (c == 0 && row < nrows)
+                    p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v;
+            }
+        }
     }
     cp_async_wait<0>();
 }
@@ -344,27 +454,9 @@ struct QueryProbs {
     std::uint32_t pa[8][4];
     float lse[2], inv[2];
 };
-__device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
-                                            QueryProbs& out) {
-    const int r = (lane & 31) >> 2, c = lane & 3;
-    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
-    std::uint32_t qa[8][4];
-    {
-        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
-        load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
-    }
-    float s[16][4];
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks)
-#pragma unroll
-        for (int np = 0; np < 8; ++np) {
-            std::uint32_t bf[4];
-            ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
-            mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
-            mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
-        }
+// Causal mask (keys > lim hidden), softmax over the block in FP32 and the FP16 A fragments of P (rows r and r + 8 of
+// an m16 tile; s in the mma.sync m16n8 order, which is also wgmma's accumulator order per warp).
+__device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, QueryProbs& out) {
     if (lim < kBlock - 1) {
 #pragma unroll
         for (int nt = 0; nt < 16; ++nt)
@@ -410,6 +502,30 @@ __device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char
     out.inv[1] = 1.f / l1;
 }
 
+__device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
+                                            QueryProbs& out) {
+    const int r = (lane & 31) >> 2, c = lane & 3;
+    const int kkey = ((lane >> 4) << 3) + (lane & 7), kchunk = (lane >> 3) & 1;  // K: as in the indexer
+    std::uint32_t qa[8][4];
+    {
+        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
+        load_a_perm(r < p.G ? qb + r * kHeadDim : nullptr, r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
+    }
+    float s[16][4];
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+        for (int np = 0; np < 8; ++np) {
+            std::uint32_t bf[4];
+            ldsm_x4(bf, kt + tile_off(np * 16 + kkey, 2 * ks + kchunk));
+            mma16816(s[2 * np], qa[ks], bf[0], bf[1]);
+            mma16816(s[2 * np + 1], qa[ks], bf[2], bf[3]);
+        }
+    block_probs(s, lim, c, out);
+}
+
 // QPW gathered queries per warp at a time: their P V products share every V fragment (QPW = 2 halves the V
 // ldmatrix traffic per query). O is computed in two halves of the (permuted) dims to bound the registers.
 template <int QPW>
@@ -430,8 +546,8 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
         __syncthreads();  // the previous chunk's tiles are no longer read
-        dequant_page(p.k_cache + rec, valid, kt, tid);
-        dequant_page(p.v_cache + rec, valid, vt, tid);
+        dequant_page(p.k_cache + rec, valid, kt, tid, SwizzledTile{});
+        dequant_page(p.v_cache + rec, valid, vt, tid, SwizzledTile{});
         // This warp's <= kQc / 4 entries of the chunk (iteration k, query q: lane k * QPW + q) and their positions,
         // loaded once: a query no longer starts with two dependent global round trips (entry, then position and Q).
         int my_code = 0, my_pos = 0;
@@ -524,6 +640,109 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
                     if (r < p.G) p.part_lse[unit[q] * 16 + r] = qp[q].lse[0];
                     if (r + 8 < p.G) p.part_lse[unit[q] * 16 + r + 8] = qp[q].lse[1];
                 }
+        }
+    }
+}
+
+// The gathered attention on wgmma (default): the CTA's 4 warps are one warpgroup and serve 4 gathered queries at a
+// time, warp w's query (its group's 16 query heads, padded for G < 16) being rows 16w .. 16w + 15 of M = 64. S = Q K^T
+// reads K as B from a WgTile (N = 128 keys), O = P V reads V^T (dequant_page_vt: N = 128 output dims, K = keys); the
+// tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
+// shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
+// zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
+constexpr std::size_t kAttnWgSmem = 2 * kTileBytes;
+__global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char* kt = smem;
+    unsigned char* vt = smem + kTileBytes;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int total = p.chunk_off[p.n_lists];
+    const std::uint64_t desc_k = wg_desc_noswizzle(kt, kWgLead, kWgStride);
+    const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
+    for (int w = blockIdx.x; w < total; w += gridDim.x) {
+        const int L = p.chunk_list[w];
+        const int begin = p.list_off[L] + (w - p.chunk_off[L]) * kQc;
+        const int end = min(begin + kQc, p.list_off[L + 1]);
+        const int g = L / p.total_blocks, gb = L - g * p.total_blocks;
+        const int seq = p.m.blk_seq[gb], b = p.m.blk_b[gb];
+        const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
+        const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
+        __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
+        dequant_page(p.k_cache + rec, valid, kt, tid, WgTile{});
+        dequant_page_vt(p.v_cache + rec, valid, vt, tid);
+        // Entry of iteration k of this warp (query begin + warp + 4k) in lane k, with its position.
+        int my_code = 0, my_pos = 0;
+        if (lane < kQc / 4) {
+            const int ie = begin + warp + 4 * lane;
+            if (ie < end) {
+                my_code = p.entries[ie];
+                my_pos = p.m.tok_pos[p.t0 + (my_code >> 4)];
+            }
+        }
+        fence_proxy_async_smem();
+        __syncthreads();
+        const int n_iter = (end - begin + 3) >> 2;
+        for (int k = 0; k < n_iter; ++k) {
+            const int e = begin + warp + 4 * k;
+            const bool live = e < end;
+            {
+                const int ncode = __shfl_sync(0xffffffffu, my_code, (k + 1) & 31);
+                if (lane == 0 && e + 4 < end)
+                    prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
+                                     static_cast<unsigned>(p.G) * kHeadDim);
+            }
+            const int code = __shfl_sync(0xffffffffu, my_code, k);
+            const int pos = __shfl_sync(0xffffffffu, my_pos, k);
+            const int tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+            std::uint32_t qa[8][4];
+            {
+                const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
+                load_a_perm(live && r < p.G ? qb + r * kHeadDim : nullptr,
+                            live && r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
+            }
+            float s[16][4];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(s, qa[ks], desc_k + ks * (kWgStepBytes >> 4), ks > 0);
+            wgmma_commit();
+            wgmma_wait0();
+            wgmma_fence_regs(s);
+            QueryProbs qp;
+            block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
+            float o[16][4];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(o, qp.pa[ks], desc_v + ks * (kWgStepBytes >> 4), ks > 0);
+            wgmma_commit();
+            wgmma_wait0();
+            wgmma_fence_regs(o);
+            if (!live) continue;
+            // o[jj][e] (row r; [2 + e]: row r + 8) is dim 32c + 2jj + e (dequant_page_vt): 32 contiguous dims per row,
+            // four 16-byte streaming stores (the partials are read once, by the combine).
+            const std::size_t unit = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
+            __half* po = p.part_o + unit * 16 * kHeadDim;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (r + 8 * h >= p.G) continue;
+                const float inv = qp.inv[h];
+                __half* dst = po + (r + 8 * h) * kHeadDim + 32 * c;
+#pragma unroll
+                for (int q4 = 0; q4 < 4; ++q4)
+                    __stcs(reinterpret_cast<uint4*>(dst + 8 * q4),
+                           make_uint4(pack_h2(o[4 * q4][2 * h] * inv, o[4 * q4][2 * h + 1] * inv),
+                                      pack_h2(o[4 * q4 + 1][2 * h] * inv, o[4 * q4 + 1][2 * h + 1] * inv),
+                                      pack_h2(o[4 * q4 + 2][2 * h] * inv, o[4 * q4 + 2][2 * h + 1] * inv),
+                                      pack_h2(o[4 * q4 + 3][2 * h] * inv, o[4 * q4 + 3][2 * h + 1] * inv)));
+            }
+            if (c == 0) {
+                if (r < p.G) p.part_lse[unit * 16 + r] = qp.lse[0];
+                if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = qp.lse[1];
+            }
         }
     }
 }
@@ -711,20 +930,25 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    const void* attn = p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
-                                       : reinterpret_cast<const void*>(pf_attn_kernel<2>);
+    p.wgmma = opt.wgmma;
+    const void* attn = p.wgmma           ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
+                       : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
+                                         : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
     if (!attrs_set) {
-        detail::check(cudaFuncSetAttribute(pf_index_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kIdxSmem)));
-        detail::check(cudaFuncSetAttribute(pf_attn_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kAttnSmem)));
-        detail::check(cudaFuncSetAttribute(pf_attn_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kAttnSmem)));
+        auto set_smem = [](const void* f, std::size_t bytes) {
+            detail::check(
+                cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+        };
+        set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
+        set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnWgSmem);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, p.wgmma ? kAttnWgSmem : kAttnSmem));
     p.attn_ctas = std::max(1, per_sm) * sm_count();
     return p;
 }
@@ -764,7 +988,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
+            if (p.wgmma)
+                pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
+            else
+                pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
         }
         const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
         pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
@@ -775,7 +1002,9 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
                         chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
                         topk,       p.total_blocks, p.max_blocks, w.t0,         N};
-        if (p.attn_qpw == 1)
+        if (p.wgmma)
+            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnWgSmem, stream>>>(ap);
+        else if (p.attn_qpw == 1)
             pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else
             pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);

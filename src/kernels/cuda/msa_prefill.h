@@ -31,7 +31,8 @@ struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
     int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
-    int attn_queries_per_warp = 1;                     // 1 or 2 gathered queries per attention warp at a time
+    int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
+    bool wgmma = true;  // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
 };
 
 struct MsaPrefillPlan {
@@ -41,7 +42,8 @@ struct MsaPrefillPlan {
     int tile_tokens = 0;    // tokens of one indexer tile (128 / num_kv_heads rows of index queries)
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
-    int attn_qpw = 1;       // gathered queries per attention warp at a time (MsaPrefillOptions)
+    int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
+    bool wgmma = true;      // MsaPrefillOptions::wgmma
     struct Window {
         int t0 = 0, t1 = 0;        // flattened token range
         int item0 = 0, item1 = 0;  // indexer work items
