@@ -14,6 +14,7 @@
 #              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
 #   sass|ncu   SASS statistics / Nsight Compute of decode;  ncusrc  full set + per-SASS-line stalls, 8 queries;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
+#   pncusrc    full set + per-SASS-line stalls of one prefill kernel (PNCU_KERNEL regex, default pf_attn; 8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
 # budget TOTAL_T (default 500 s) caps them; a failing step does not stop the others. At the end everything is packed
 # into $OUT/results.tgz and the summary tables are printed (and kept as $OUT/summary.md).
@@ -99,6 +100,12 @@ for step in ${STEPS//,/ }; do
           --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
           -k regex:"index_topk|attn_kernel" -c 2 "$BIN/msa_decode_bench" case $c
       done > "$R/ncu.txt" 2>&1;;
+    pncusrc)  # full Nsight Compute set of the prefill attention (8K on 32K) with per-SASS-line stall samples
+      timeout $(lim 150) ncu --clock-control none --set full --import-source no -k regex:"${PNCU_KERNEL:-pf_attn}" -c 1 \
+        -o "$R/pf" "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncusrc.log" 2>&1
+      ncu -i "$R/pf.ncu-rep" --page details > "$R/pncu_details.txt" 2>&1
+      ncu -i "$R/pf.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip > "$R/pncu_source.csv.gz"
+      rm -f "$R/pf.ncu-rep"; grep -E "pf_|Duration|Issued Ipc|Achieved Occ" "$R/pncu_details.txt" | head -8;;
     pncu)
       timeout $(lim 150) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_" -c 12 \

@@ -138,9 +138,9 @@ __device__ __forceinline__ void dequant_page_vt(const unsigned char* rec, int va
 }
 // MMA A fragments of rows ra and rb (E4M3, 128 bytes each; null: a zero row) for the permuted tile order: k-step ks
 // pairs tile chunks 2ks and 2ks + 1, i.e. dims 32c + 8(ks >> 1) + 2(ks & 1) + {0, 4} and + {1, 5}. Exact.
-__device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::uint8_t* rb, int c,
-                                            std::uint32_t (&a)[8][4]) {
-    uint4 x[2][2];
+// Split in two so that a kernel can issue the loads early: load_rows_raw (this lane's 32 bytes of each row) and
+// a_perm_from_raw (the conversion).
+__device__ __forceinline__ void load_rows_raw(const std::uint8_t* ra, const std::uint8_t* rb, int c, uint4 (&x)[2][2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const std::uint8_t* row = h == 0 ? ra : rb;
@@ -148,6 +148,8 @@ __device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::u
         for (int v = 0; v < 2; ++v)
             x[h][v] = row ? *reinterpret_cast<const uint4*>(row + 32 * c + 16 * v) : make_uint4(0u, 0u, 0u, 0u);
     }
+}
+__device__ __forceinline__ void a_perm_from_raw(const uint4 (&x)[2][2], std::uint32_t (&a)[8][4]) {
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
         const int m = ks >> 1;  // 8-byte group: words 2m (dims +0..3) and 2m + 1 (dims +4..7)
@@ -160,6 +162,12 @@ __device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::u
             a[ks][2 + h] = e4m3x2_to_h2(prmt(lo, hi, sel1));
         }
     }
+}
+__device__ __forceinline__ void load_a_perm(const std::uint8_t* ra, const std::uint8_t* rb, int c,
+                                            std::uint32_t (&a)[8][4]) {
+    uint4 x[2][2];
+    load_rows_raw(ra, rb, c, x);
+    a_perm_from_raw(x, a);
 }
 // ---------------------------------------------------------------- 1. indexer
 struct PfIdx {
@@ -370,13 +378,23 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
 }
 
 // ---------------------------------------------------------------- 3. scan
+// One attention work chunk: entries [begin, end) of its list, the (page, KV head) record index, and
+// block | KV head << 13 | valid rows << 20 (block < 8192, head < 128, valid 1..128).
+struct ChunkDesc {
+    int begin, end, rec, bgv;
+};
+__device__ __forceinline__ int chunk_block(int bgv) { return bgv & 0x1FFF; }
+__device__ __forceinline__ int chunk_head(int bgv) { return (bgv >> 13) & 0x7F; }
+__device__ __forceinline__ int chunk_valid(int bgv) { return bgv >> 20; }
 struct PfScan {
     unsigned* counts;
     int* list_off;
     int* cursor;
     int* chunk_off;
-    int* chunk_list;
-    int n;
+    int4* chunks;
+    PfMeta m;
+    const int* page_table;
+    int n, total_blocks, max_blocks;
 };
 __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
     using Scan = cub::BlockScan<int, kScanThreads>;
@@ -401,7 +419,17 @@ __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
         p.cursor[i] = off;
         p.chunk_off[i] = coff;
         const int nch = (cnt + kQc - 1) / kQc;
-        for (int j = 0; j < nch; ++j) p.chunk_list[coff + j] = i;
+        if (nch > 0) {
+            // the chunk's record and block, resolved once here so that an attention CTA needs one load per chunk
+            const int g = i / p.total_blocks, gb = i - g * p.total_blocks;
+            const int seq = p.m.blk_seq[gb], b = p.m.blk_b[gb];
+            const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
+            const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
+            const int nkv = p.n / p.total_blocks;
+            for (int j = 0; j < nch; ++j)
+                p.chunks[coff + j] = make_int4(off + j * kQc, min(off + (j + 1) * kQc, off + cnt), page * nkv + g,
+                                               b | (g << 13) | (valid << 20));
+        }
         off += cnt;
         coff += nch;
     }
@@ -435,15 +463,13 @@ struct PfAttn {
     const std::uint8_t* q;
     const std::uint8_t* k_cache;
     const std::uint8_t* v_cache;
-    const int* page_table;
     PfMeta m;
-    const int* list_off;
     const int* chunk_off;
-    const int* chunk_list;
+    const int4* chunks;
     const int* entries;
     __half* part_o;
     float* part_lse;
-    int nq, nkv, G, topk, total_blocks, max_blocks, t0, n_lists;
+    int nq, nkv, G, topk, t0, n_lists;
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
 
@@ -537,14 +563,9 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     const int total = p.chunk_off[p.n_lists];
     const int vkey = (((lane >> 3) & 1) << 3) + (lane & 7), vchunk = lane >> 4;  // V (transposed loads)
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const int L = p.chunk_list[w];
-        const int begin = p.list_off[L] + (w - p.chunk_off[L]) * kQc;
-        const int end = min(begin + kQc, p.list_off[L + 1]);
-        const int g = L / p.total_blocks, gb = L - g * p.total_blocks;
-        const int seq = p.m.blk_seq[gb], b = p.m.blk_b[gb];
-        const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
-        const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
-        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
+        const int4 cd = p.chunks[w];
+        const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
+        const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
         __syncthreads();  // the previous chunk's tiles are no longer read
         dequant_page(p.k_cache + rec, valid, kt, tid, SwizzledTile{});
         dequant_page(p.v_cache + rec, valid, vt, tid, SwizzledTile{});
@@ -659,18 +680,23 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     const int total = p.chunk_off[p.n_lists];
     const std::uint64_t desc_k = wg_desc_noswizzle(kt, kWgLead, kWgStride);
     const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
+    // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
+    // chunk computes, so a chunk starts with L2 hits instead of a chain of dependent DRAM round trips.
+    int4 next_cd = blockIdx.x < total ? p.chunks[blockIdx.x] : make_int4(0, 0, 0, 0);
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const int L = p.chunk_list[w];
-        const int begin = p.list_off[L] + (w - p.chunk_off[L]) * kQc;
-        const int end = min(begin + kQc, p.list_off[L + 1]);
-        const int g = L / p.total_blocks, gb = L - g * p.total_blocks;
-        const int seq = p.m.blk_seq[gb], b = p.m.blk_b[gb];
-        const int page = p.page_table[static_cast<std::size_t>(seq) * p.max_blocks + b];
-        const int valid = min(kBlock, p.m.seq_kv[seq] - b * kBlock);
-        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + g) * kPageHeadBytes;
+        const int4 cd = next_cd;
+        const bool has_next = w + static_cast<int>(gridDim.x) < total;
+        if (has_next) next_cd = p.chunks[w + gridDim.x];
+        const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
+        const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
         __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
         dequant_page(p.k_cache + rec, valid, kt, tid, WgTile{});
         dequant_page_vt(p.v_cache + rec, valid, vt, tid);
+        if (tid == 32 && has_next) {
+            const std::size_t nrec = static_cast<std::size_t>(next_cd.z) * kPageHeadBytes;
+            prefetch_l2_bulk(p.k_cache + nrec, kPageHeadBytes);
+            prefetch_l2_bulk(p.v_cache + nrec, kPageHeadBytes);
+        }
         // Entry of iteration k of this warp (query begin + warp + 4k) in lane k, with its position.
         int my_code = 0, my_pos = 0;
         if (lane < kQc / 4) {
@@ -683,24 +709,32 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
         fence_proxy_async_smem();
         __syncthreads();
         const int n_iter = (end - begin + 3) >> 2;
+        // This warp's query rows of iteration k (raw E4M3), loaded one iteration ahead: the load runs under the
+        // previous query's MMAs and softmax instead of in front of its own.
+        auto query_rows = [&](int k, uint4 (&x)[2][2]) {
+            const int code = __shfl_sync(0xffffffffu, my_code, k & 31);
+            const bool live = begin + warp + 4 * k < end;
+            const std::uint8_t* qb = p.q + (static_cast<std::size_t>(p.t0 + (code >> 4)) * p.nq + g * p.G) * kHeadDim;
+            load_rows_raw(live && r < p.G ? qb + r * kHeadDim : nullptr,
+                          live && r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, x);
+        };
+        uint4 qx[2][2];
+        query_rows(0, qx);
         for (int k = 0; k < n_iter; ++k) {
             const int e = begin + warp + 4 * k;
             const bool live = e < end;
-            {
-                const int ncode = __shfl_sync(0xffffffffu, my_code, (k + 1) & 31);
-                if (lane == 0 && e + 4 < end)
+            {  // the query after next into L2
+                const int ncode = __shfl_sync(0xffffffffu, my_code, (k + 2) & 31);
+                if (lane == 0 && e + 8 < end)
                     prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
                                      static_cast<unsigned>(p.G) * kHeadDim);
             }
             const int code = __shfl_sync(0xffffffffu, my_code, k);
             const int pos = __shfl_sync(0xffffffffu, my_pos, k);
-            const int tl = code >> 4, slot = code & 15, t = p.t0 + tl;
+            const int tl = code >> 4, slot = code & 15;
             std::uint32_t qa[8][4];
-            {
-                const std::uint8_t* qb = p.q + (static_cast<std::size_t>(t) * p.nq + g * p.G) * kHeadDim;
-                load_a_perm(live && r < p.G ? qb + r * kHeadDim : nullptr,
-                            live && r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, qa);
-            }
+            a_perm_from_raw(qx, qa);
+            if (k + 1 < n_iter) query_rows(k + 1, qx);
             float s[16][4];
 #pragma unroll
             for (int j = 0; j < 16; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
@@ -924,7 +958,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.list_off_off = take((N + 1) * 4);
     p.cursor_off = take(N * 4);
     p.chunk_off_off = take((N + 1) * 4);
-    p.chunk_list_off = take((picks / kQc + N + 1) * 4);
+    p.chunks_off = take((picks / kQc + N + 1) * sizeof(int4));
     p.entries_off = take(picks * 4);
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
@@ -977,7 +1011,7 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
     auto* list_off = reinterpret_cast<int*>(ws + p.list_off_off);
     auto* cursor = reinterpret_cast<int*>(ws + p.cursor_off);
     auto* chunk_off = reinterpret_cast<int*>(ws + p.chunk_off_off);
-    auto* chunk_list = reinterpret_cast<int*>(ws + p.chunk_list_off);
+    auto* chunks = reinterpret_cast<int4*>(ws + p.chunks_off);
     auto* entries = reinterpret_cast<int*>(ws + p.entries_off);
     auto* part_o = reinterpret_cast<__half*>(ws + p.part_o_off);
     auto* part_lse = reinterpret_cast<float*>(ws + p.part_lse_off);
@@ -995,13 +1029,13 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         }
         const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
         pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
-        pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(PfScan{counts, list_off, cursor, chunk_off, chunk_list, N});
+        pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(
+            PfScan{counts, list_off, cursor, chunk_off, chunks, m, a.page_table, N, p.total_blocks, p.max_blocks});
         const int n = rows * topk;
         pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q,        a.k_cache,      a.v_cache,    a.page_table, m,  list_off, chunk_off,
-                        chunk_list, entries,        part_o,       part_lse,     nq, nkv,      G,
-                        topk,       p.total_blocks, p.max_blocks, w.t0,         N};
+        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, chunk_off, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
+                        w.t0, N};
         if (p.wgmma)
             pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnWgSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)

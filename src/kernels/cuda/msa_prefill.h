@@ -54,7 +54,7 @@ struct MsaPrefillPlan {
     std::vector<int> items;  // 8 ints per indexer item: seq, first index row, rows, first block, end block, 0, 0, 0
     // Workspace (device) offsets.
     std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, list_off_off = 0, cursor_off = 0,
-                chunk_off_off = 0, chunk_list_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
+                chunk_off_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
     std::size_t meta_tok_seq = 0, meta_tok_pos = 0, meta_blk_seq = 0, meta_blk_b = 0, meta_seq_kv = 0,
                 meta_seq_base = 0;  // int offsets inside the metadata block
     std::size_t total_bytes = 0;
