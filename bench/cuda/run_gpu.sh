@@ -6,7 +6,7 @@
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
-#              (MSA_PF_WGMMA=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
+#              (MSA_PF_WGMMA=0);  pbnopipe  the wgmma indexer without its pipeline (MSA_PF_IDXPIPE=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
@@ -56,6 +56,9 @@ for step in ${STEPS//,/ }; do
     pbench)
       timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench.json" 2>> "$R/pbench.err"
       echo "pbench rc=$?" >> "$R/pbench.err"; tail -2 "$R/pbench.err"; cat "$R/pbench.json";;
+    pbnopipe)
+      MSA_PF_IDXPIPE=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_nopipe.json" 2>> "$R/pbench_nopipe.err"
+      echo "pbnopipe rc=$?" >> "$R/pbench_nopipe.err"; tail -2 "$R/pbench_nopipe.err";;
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
@@ -136,13 +139,15 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  [ -f "$R/pbench_mma.json" ] && echo "- prefill ms with the mma.sync kernels: $(python3 -c '
+  for alt in nopipe:"the wgmma indexer without its pipeline" mma:"the mma.sync kernels"; do
+    f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
     print("; ".join("%s %.3f" % (c["case"], c["ms"]) for c in d["cases"]))
 except Exception as e:
-    print("unreadable:", e)' "$R/pbench_mma.json")"
+    print("unreadable:", e)' "$f")"
+  done
   [ -f "$R/pbench2.json" ] && echo "- prefill ms with 2 queries per attention warp: $(python3 -c '
 import json, sys
 try:
