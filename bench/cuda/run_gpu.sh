@@ -27,7 +27,10 @@ export LD_LIBRARY_PATH="$PWD/$BIN/lib:$LD_LIBRARY_PATH"
 STEPS=${1:-ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick}
 START=$(date +%s); TOTAL_T=${TOTAL_T:-500}
 lim() { local left=$(( TOTAL_T - ($(date +%s) - START) )); [ "$left" -lt "$1" ] && echo $(( left > 5 ? left : 5 )) || echo "$1"; }
-if ! "$BIN/msa_decode_test" --noop 2>/dev/null; then
+# Do the staged binaries load here? (A prefill-only staging, STAGE=prefill, carries no decode binaries.)
+if [ -x "$BIN/msa_decode_test" ]; then "$BIN/msa_decode_test" --noop 2>/dev/null; else
+  ! ldd "$BIN/msa_prefill_bench" 2>&1 | grep -q "not found"; fi
+if [ $? -ne 0 ]; then
   echo "staged binaries do not load here: building with nvcc" | tee "$R/build.log"
   BIN=b; NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}; mkdir -p b
   F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"

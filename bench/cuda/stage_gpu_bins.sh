@@ -28,6 +28,9 @@ if [ -n "$ALT_FLAGS" ]; then
   $NVCC $F "$A/msa_decode.o" "$A/msa_decode_simt.o" "$A/msa_decode_bench.o" -o "$DEST/msa_decode_bench_alt"
   echo "$ALT_FLAGS" > "$DEST/alt_flags.txt"
 fi
+# STAGE=prefill leaves out the decode binaries (the device tool carries at most 64 MiB with the working tree)
+[ "${STAGE:-all}" = prefill ] && rm -f "$DEST/msa_decode_test" "$DEST/msa_decode_bench"
+strip "$DEST"/msa_* 2>/dev/null || true
 git rev-parse HEAD > "$DEST/commit.txt"
 EXCL="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx "/$DEST/" "$EXCL" 2>/dev/null || echo "/$DEST/" >> "$EXCL"
