@@ -160,11 +160,8 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     small_window_mma.wgmma = false;
     MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
-    MsaPrefillOptions no_pipe;
-    no_pipe.idx_pipeline = false;
     const Variant variants[] = {{"auto (wgmma)", {}},
                                 {"window 200, 3 blocks/item", small_window},
-                                {"wgmma, indexer without pipeline", no_pipe},
                                 {"mma.sync", mma},
                                 {"mma.sync, window 200, 3 blocks/item", small_window_mma},
                                 {"mma.sync, 2 queries per warp", pair}};

@@ -99,12 +99,11 @@ struct WgTile {
 constexpr unsigned kWgStepBytes = 4096, kWgLead = 2048, kWgStride = 128;
 // One record -> an FP16 [128][128] tile in the permuted dim order. 128 threads; every 4-byte store of a warp hits 8
 // rows x 16 B in distinct bank groups with either layout, so the stores are conflict free.
-// Units K0..K1-1 of the four (a pipelined kernel dequantises a tile in parts between its MMA issues).
-template <class Layout, int K0 = 0, int K1 = 4>
+template <class Layout>
 __device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid,
                                              Layout layout) {
 #pragma unroll
-    for (int k = K0; k < K1; ++k) {
+    for (int k = 0; k < 4; ++k) {
         const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
         std::uint32_t o[16];
         dequant_row_chunk(rec, row, ch, valid, o);
@@ -328,75 +327,6 @@ __global__ void __launch_bounds__(128, 3) pf_index_wg_kernel(const PfIdx p) {
             wgmma_fence_regs(acc);
             store_pass_maxima(p, acc, 64 * mt + 16 * warp, nrows, row0, b, lane);
         }
-    }
-    cp_async_wait<0>();
-}
-
-// Pipelined variant: two FP16 tiles; block b + 1 is dequantised (in two halves) while block b's two passes of
-// wgmmas run, so a CTA's tensor work and its dequantisation overlap instead of alternating between barriers (2 CTAs
-// per SM: 82 KB of shared memory).
-constexpr std::size_t kIdxPipeSmem = 2 * kPageHeadBytes + 2 * kTileBytes;
-__global__ void __launch_bounds__(128, 2) pf_index_wg_pipe_kernel(const PfIdx p) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char* stage = smem;
-    unsigned char* tiles = smem + 2 * kPageHeadBytes;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
-    const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
-    const int* pt = p.page_table + static_cast<std::size_t>(seq) * p.max_blocks;
-    auto copy_page = [&](unsigned char* dst, int b) {
-        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
-        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
-    };
-    // stage j holds the raw page of blocks b0 + j, b0 + j + 2, ...; tile j their FP16 images
-    copy_page(stage, b0);
-    cp_async_commit();
-    if (b0 + 1 < b1) copy_page(stage + kPageHeadBytes, b0 + 1);
-    cp_async_commit();
-    std::uint32_t a[2][8][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-        const int ra = 64 * mt + 16 * warp + r, rb = ra + 8;
-        load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
-                    rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, a[mt]);
-    }
-    cp_async_wait<1>();
-    __syncthreads();
-    dequant_page(stage, kBlock, tiles, tid, WgTile{});
-    fence_proxy_async_smem();
-    __syncthreads();
-    for (int b = b0, i = 0; b < b1; ++b, ++i) {
-        const bool more = b + 1 < b1;
-        // stage i & 1 (block b) was dequantised before the last barrier: it takes block b + 2
-        if (b + 2 < b1) copy_page(stage + (i & 1) * kPageHeadBytes, b + 2);
-        cp_async_commit();
-        const unsigned char* raw = stage + ((i + 1) & 1) * kPageHeadBytes;  // block b + 1
-        unsigned char* nxt = tiles + ((i + 1) & 1) * kTileBytes;
-        const std::uint64_t desc = wg_desc_noswizzle(tiles + (i & 1) * kTileBytes, kWgLead, kWgStride);
-        float acc[16][4];
-#pragma unroll
-        for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[mt][ks], desc + ks * (kWgStepBytes >> 4), ks > 0);
-            wgmma_commit();
-            if (more) {  // CTA-uniform
-                if (mt == 0) {
-                    cp_async_wait<1>();  // block b + 1's page (block b + 2's may still be in flight)
-                    __syncthreads();
-                    dequant_page<WgTile, 0, 2>(raw, kBlock, nxt, tid, WgTile{});
-                } else {
-                    dequant_page<WgTile, 2, 4>(raw, kBlock, nxt, tid, WgTile{});
-                }
-            }
-            wgmma_wait0();
-            wgmma_fence_regs(acc);
-            store_pass_maxima(p, acc, 64 * mt + 16 * warp, nrows, row0, b, lane);
-        }
-        fence_proxy_async_smem();
-        __syncthreads();  // the next tile is complete; this tile and the raw stage are free
     }
     cp_async_wait<0>();
 }
@@ -1052,7 +982,6 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         };
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
-        set_smem(reinterpret_cast<const void*>(pf_index_wg_pipe_kernel), kIdxPipeSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnWgSmem);
@@ -1099,9 +1028,7 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.wgmma && p.opt.idx_pipeline)
-                pf_index_wg_pipe_kernel<<<w.item1 - w.item0, 128, kIdxPipeSmem, stream>>>(ip);
-            else if (p.wgmma)
+            if (p.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
             else
                 pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);

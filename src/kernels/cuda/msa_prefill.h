@@ -33,7 +33,6 @@ struct MsaPrefillOptions {
     int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     bool wgmma = true;  // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
-    bool idx_pipeline = true;  // wgmma indexer: dequantise the next block while this block's MMAs run (2 tiles)
 };
 
 struct MsaPrefillPlan {
