@@ -859,7 +859,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     for (int nt = 0; nt < NTOK / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            sa[nt][e] = exp2f(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
+            sa[nt][e] = fast_exp2(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
             sum[e >> 1] += sa[nt][e];
         }
     l[0] = l[0] * alpha[0] + sum[0];

@@ -22,6 +22,13 @@ __device__ __forceinline__ std::uint32_t e4m3x2_to_h2(std::uint32_t v) {
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(lo));
     return r;
 }
+// 2^x by one MUFU.EX2 (exp2f adds range fix-ups around it: a compare and two multiplies per value). Results below
+// 2^-126 flush to zero, 2^-inf is 0; used for softmax probabilities that are rounded to FP16 afterwards.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
 __device__ __forceinline__ std::uint32_t hmul2(std::uint32_t a, std::uint32_t b) {
     std::uint32_t r;
     asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));

@@ -260,11 +260,14 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
     cp_async_wait<0>();
 }
 
-// The same indexer on wgmma (default): the CTA's 4 warps are one warpgroup; the 128 rows are two M = 64 passes
-// (pass mt: warp w supplies rows 64 mt + 16 w .. + 15 from registers), each block is dequantised once into a wgmma
-// tile (WgTile) that the tensor cores read as B (N = the block's 128 keys) without a per-warp ldmatrix copy: the
-// shared-memory traffic of the B fragments, which bound the mma.sync version (docs/cuda-notes.md section 9), falls by
-// the 4 warps. Same exact products (E4M3 x exactly dequantised NVFP4 in FP16), FP32 accumulation.
+// The same indexer on wgmma (default): the CTA's 4 warps are one warpgroup; a tile has up to 256 index rows, run as
+// four M = 64 passes (pass mt: warp w supplies rows 64 mt + 16 w .. + 15 as registers), and each block is
+// dequantised once into a wgmma tile (WgTile) that the tensor cores read as B (N = the block's 128 keys) without a
+// per-warp ldmatrix copy: the shared-memory traffic of the B fragments, which bound the mma.sync version
+// (docs/cuda-notes.md section 9), falls by the 4 warps. A pass's query rows are not kept in registers for the whole
+// tile but loaded (L2) one pass ahead, so the dequantisation of a block serves 256 rows within the registers of 4 CTAs
+// per SM. Same exact products (E4M3 x exactly dequantised NVFP4 in FP16), FP32 accumulation.
+constexpr int kIdxWgRows = 256;
 // Block maxima of one M = 64 pass (this warp's rows wrow + r and wrow + r + 8) -> the score rows.
 __device__ __forceinline__ void store_pass_maxima(const PfIdx& p, const float (&acc)[16][4], int wrow, int nrows,
                                                   int row0, int b, int lane) {
@@ -284,7 +287,7 @@ __device__ __forceinline__ void store_pass_maxima(const PfIdx& p, const float (&
         if (c == 0 && row < nrows) p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v;
     }
 }
-__global__ void __launch_bounds__(128, 3) pf_index_wg_kernel(const PfIdx p) {
+__global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* stage = smem;
     unsigned char* tile = smem + 2 * kPageHeadBytes;
@@ -298,13 +301,14 @@ __global__ void __launch_bounds__(128, 3) pf_index_wg_kernel(const PfIdx p) {
     };
     copy_page(stage, b0);
     cp_async_commit();
-    std::uint32_t a[2][8][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    auto pass_rows = [&](int mt, uint4 (&x)[2][2]) {
         const int ra = 64 * mt + 16 * warp + r, rb = ra + 8;
-        load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
-                    rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, a[mt]);
-    }
+        load_rows_raw(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
+                      rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, x);
+    };
+    const int npass = (nrows + 63) >> 6;  // CTA-uniform
+    uint4 qx[2][2];
+    pass_rows(0, qx);
     const std::uint64_t desc0 = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     for (int b = b0, i = 0; b < b1; ++b, ++i) {
         if (b + 1 < b1) copy_page(stage + ((i + 1) & 1) * kPageHeadBytes, b + 1);
@@ -314,14 +318,17 @@ __global__ void __launch_bounds__(128, 3) pf_index_wg_kernel(const PfIdx p) {
         dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid, WgTile{});
         fence_proxy_async_smem();
         __syncthreads();
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll 1
+        for (int mt = 0; mt < npass; ++mt) {
+            std::uint32_t a[8][4];
+            a_perm_from_raw(qx, a);
+            pass_rows(mt + 1 < npass ? mt + 1 : 0, qx);  // the next pass's rows (after the last: the next block's first)
             float acc[16][4];
 #pragma unroll
             for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
             wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[mt][ks], desc0 + ks * (kWgStepBytes >> 4), ks > 0);
+            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[ks], desc0 + ks * (kWgStepBytes >> 4), ks > 0);
             wgmma_commit();
             wgmma_wait0();
             wgmma_fence_regs(acc);
@@ -510,10 +517,10 @@ __device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, Q
     float l0 = 0.f, l1 = 0.f;
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
-        s[nt][0] = exp2f(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
-        s[nt][1] = exp2f(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
-        s[nt][2] = exp2f(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
-        s[nt][3] = exp2f(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
+        s[nt][0] = fast_exp2(fmaf(s[nt][0], kLog2eOverSqrtD, n0));
+        s[nt][1] = fast_exp2(fmaf(s[nt][1], kLog2eOverSqrtD, n0));
+        s[nt][2] = fast_exp2(fmaf(s[nt][2], kLog2eOverSqrtD, n1));
+        s[nt][3] = fast_exp2(fmaf(s[nt][3], kLog2eOverSqrtD, n1));
         l0 += s[nt][0] + s[nt][1];
         l1 += s[nt][2] + s[nt][3];
     }
@@ -870,7 +877,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.opt = opt;
     p.batch = static_cast<int>(seqs.size());
     p.max_blocks = max_blocks;
-    p.tile_tokens = 128 / nkv;
+    p.tile_tokens = (opt.wgmma ? kIdxWgRows : 128) / nkv;  // index rows per indexer CTA: 256 (wgmma) or 128
     long long T = 0, TB = 0;
     for (const MsaPrefillSeq& s : seqs) {
         if (s.q_len < 1 || s.kv_len < s.q_len || s.kv_len > 128LL * max_blocks)

@@ -39,7 +39,7 @@ struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;    // tokens of one indexer tile (128 / num_kv_heads rows of index queries)
+    int tile_tokens = 0;    // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
