@@ -323,9 +323,7 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
             std::uint32_t a[8][4];
             a_perm_from_raw(qx, a);
             pass_rows(mt + 1 < npass ? mt + 1 : 0, qx);  // the next pass's rows (after the last: the next block's first)
-            float acc[16][4];
-#pragma unroll
-            for (int j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+            float acc[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[ks], desc0 + ks * (kWgStepBytes >> 4), ks > 0);
@@ -748,9 +746,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             std::uint32_t qa[8][4];
             a_perm_from_raw(qx, qa);
             if (k + 1 < n_iter) query_rows(k + 1, qx);
-            float s[16][4];
-#pragma unroll
-            for (int j = 0; j < 16; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+            float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(s, qa[ks], desc_k + ks * (kWgStepBytes >> 4), ks > 0);
@@ -759,9 +755,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             wgmma_fence_regs(s);
             QueryProbs qp;
             block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
-            float o[16][4];
-#pragma unroll
-            for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+            float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(o, qp.pa[ks], desc_v + ks * (kWgStepBytes >> 4), ks > 0);
