@@ -304,24 +304,6 @@ __device__ __forceinline__ float index_rows_fp8(const unsigned char* img, const 
     return mx;
 }
 
-// 16 block scores per lane (blocks base + lane + 32 k; n >= 1), -inf past n. A block's score is the maximum over
-// the page parts that different warps scored: one vector load per block (the parts of a block are contiguous and
-// aligned), addresses clamped into the row, every load issued before any is used. (The earlier per-block conditional
-// loads each waited out an L2 round trip before the next was issued: 15 us of top-k at 1 x 128K in the phase
-// trace of session 6, docs/cuda-notes.md section 17.)
-template <class V>
-__device__ __forceinline__ void load_score_vectors(const float* sc, int base, int n, int lane, float (&v)[16]) {
-    V x[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) x[k] = __ldcg(reinterpret_cast<const V*>(sc) + min(base + lane + 32 * k, n - 1));
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        if constexpr (sizeof(V) == 16) v[k] = fmaxf(fmaxf(x[k].x, x[k].y), fmaxf(x[k].z, x[k].w));
-        else if constexpr (sizeof(V) == 8) v[k] = fmaxf(x[k].x, x[k].y);
-        else v[k] = x[k];
-        if (base + lane + 32 * k >= n) v[k] = -CUDART_INF_F;
-    }
-}
 __device__ __forceinline__ void load_scores(const float* sc, int base, int n, int parts, int lane, float (&v)[16]) {
     if (parts == 4) load_score_vectors<float4>(sc, base, n, lane, v);
     else if (parts == 2) load_score_vectors<float2>(sc, base, n, lane, v);

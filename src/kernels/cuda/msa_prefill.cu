@@ -354,18 +354,50 @@ struct PfTopk {
 };
 
 // Keyed top-(k-1) of history scores sc[0..n) by one warp (msa.md section 3): lane j < k-1 returns the j-th pick.
+// As the decode's topk_pick: the scores are read 512 at a time with every load issued before any is used, the first
+// 1024 stay in registers for the second pass, and each lane's keys of a 512-score chunk are sorted (16 at once) and
+// merged into its top-15 list instead of being inserted one by one (a 15-step dependent chain per score).
 __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
+    float v0[16], v1[16];
+    load_score_vectors<float>(sc, 0, n, lane, v0);
+    if (n > 512) load_score_vectors<float>(sc, 512, n, lane, v1);
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
-    for (int i = lane; i < n; i += 32) {
-        const float v = sc[i];
-        mn = fminf(mn, v);
-        mx = fmaxf(mx, v);
+    auto min_max = [&](const float (&v)[16], int base) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+            if (base + lane + 32 * j < n) {
+                mn = fminf(mn, v[j]);
+                mx = fmaxf(mx, v[j]);
+            }
+    };
+    min_max(v0, 0);
+    if (n > 512) min_max(v1, 512);
+    for (int base = 1024; base < n; base += 512) {
+        float v[16];
+        load_score_vectors<float>(sc, base, n, lane, v);
+        min_max(v, base);
     }
     const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    for (int i = lane; i < n; i += 32) top15_insert(top, keyed_key(sc[i], kq, i));
+    auto merge = [&](const float (&v)[16], int base) {
+        std::uint32_t x[16];  // 0 past n: below every real key
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+            const int i = base + lane + 32 * j;
+            x[j] = i < n ? keyed_key(v[j], kq, i) : 0u;
+        }
+        sort16_desc(x);
+        top15_merge(top, x);
+    };
+    merge(v0, 0);
+    if (n > 512) merge(v1, 512);
+    for (int base = 1024; base < n; base += 512) {
+        float v[16];
+        load_score_vectors<float>(sc, base, n, lane, v);
+        merge(v, base);
+    }
     return top15_pick(top, k, lane, -1);
 }
 
