@@ -5,7 +5,7 @@
 // over several page tables and query sets while one set is smaller than 128 MiB (the working set then exceeds 2x
 // the 60 MiB L2); planning and input construction excluded. Prints one JSON object.
 // Usage: msa_cuda_prefill_bench [set | case q_len kv_len]; MSA_PF_WGMMA=0 runs the mma.sync kernels instead of the
-// wgmma ones (default 1); MSA_PF_QEVL=0 reads the query rows without the L2 evict-last policy; MSA_PF_QPW=1|2 picks the gathered queries per attention
+// wgmma ones (default 1); MSA_PF_QPW=1|2 picks the gathered queries per attention
 // warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's).
 #include "kernels/cuda/msa_prefill.h"
 
@@ -119,7 +119,6 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     MsaPrefillOptions opt;
     if (const char* qpw = std::getenv("MSA_PF_QPW")) opt.attn_queries_per_warp = std::atoi(qpw);
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
-    if (const char* qe = std::getenv("MSA_PF_QEVL")) opt.q_evict_last = std::atoi(qe) != 0;
     MsaPrefillPlan plan = make_prefill_plan(geo, {&seq, 1}, max_blocks, opt);
     const double plan_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_plan0).count();

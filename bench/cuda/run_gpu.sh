@@ -6,8 +6,7 @@
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
-#              (MSA_PF_WGMMA=0);  pbqevl  query loads without the L2 evict-last policy (MSA_PF_QEVL=0);
-#              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
+#              (MSA_PF_WGMMA=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
@@ -60,9 +59,6 @@ for step in ${STEPS//,/ }; do
     pbench)
       timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench.json" 2>> "$R/pbench.err"
       echo "pbench rc=$?" >> "$R/pbench.err"; tail -2 "$R/pbench.err"; cat "$R/pbench.json";;
-    pbqevl)
-      MSA_PF_QEVL=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_noqevl.json" 2>> "$R/pbench_noqevl.err"
-      echo "pbqevl rc=$?" >> "$R/pbench_noqevl.err"; tail -2 "$R/pbench_noqevl.err";;
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
@@ -143,7 +139,7 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  for alt in noqevl:"query loads without the L2 evict-last policy" mma:"the mma.sync kernels"; do
+  for alt in mma:"the mma.sync kernels"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys
 try:

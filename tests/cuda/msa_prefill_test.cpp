@@ -154,7 +154,6 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     MsaPrefillOptions small_window;
     small_window.window_tokens = 200;
     small_window.idx_blocks_per_item = 3;
-    small_window.q_evict_last = false;  // the wgmma attention's plain query loads
     MsaPrefillOptions mma;
     mma.wgmma = false;
     MsaPrefillOptions small_window_mma = small_window;

@@ -141,17 +141,13 @@ __device__ __forceinline__ void dequant_page_vt(const unsigned char* rec, int va
 // pairs tile chunks 2ks and 2ks + 1, i.e. dims 32c + 8(ks >> 1) + 2(ks & 1) + {0, 4} and + {1, 5}. Exact.
 // Split in two so that a kernel can issue the loads early: load_rows_raw (this lane's 32 bytes of each row) and
 // a_perm_from_raw (the conversion).
-// pol != 0: the loads carry that L2 cache policy.
-__device__ __forceinline__ void load_rows_raw(const std::uint8_t* ra, const std::uint8_t* rb, int c, uint4 (&x)[2][2],
-                                              std::uint64_t pol = 0) {
+__device__ __forceinline__ void load_rows_raw(const std::uint8_t* ra, const std::uint8_t* rb, int c, uint4 (&x)[2][2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const std::uint8_t* row = h == 0 ? ra : rb;
 #pragma unroll
         for (int v = 0; v < 2; ++v)
-            x[h][v] = !row  ? make_uint4(0u, 0u, 0u, 0u)
-                      : pol ? ld_global_hint(row + 32 * c + 16 * v, pol)
-                            : *reinterpret_cast<const uint4*>(row + 32 * c + 16 * v);
+            x[h][v] = row ? *reinterpret_cast<const uint4*>(row + 32 * c + 16 * v) : make_uint4(0u, 0u, 0u, 0u);
     }
 }
 __device__ __forceinline__ void a_perm_from_raw(const uint4 (&x)[2][2], std::uint32_t (&a)[8][4]) {
@@ -517,7 +513,6 @@ struct PfAttn {
     __half* part_o;
     float* part_lse;
     int nq, nkv, G, topk, t0, n_lists;
-    int q_evict_last;  // MsaPrefillOptions::q_evict_last (wgmma attention)
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
 
@@ -728,7 +723,6 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     const int total = p.chunk_off[p.n_lists];
     const std::uint64_t desc_k = wg_desc_noswizzle(kt, kWgLead, kWgStride);
     const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
-    const std::uint64_t q_pol = p.q_evict_last ? l2_evict_last_policy() : 0;
     // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
     // chunk computes, so a chunk starts with L2 hits instead of a chain of dependent DRAM round trips.
     int4 next_cd = blockIdx.x < total ? p.chunks[blockIdx.x] : make_int4(0, 0, 0, 0);
@@ -765,7 +759,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             const bool live = begin + warp + 4 * k < end;
             const std::uint8_t* qb = p.q + (static_cast<std::size_t>(p.t0 + (code >> 4)) * p.nq + g * p.G) * kHeadDim;
             load_rows_raw(live && r < p.G ? qb + r * kHeadDim : nullptr,
-                          live && r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, x, q_pol);
+                          live && r + 8 < p.G ? qb + (r + 8) * kHeadDim : nullptr, c, x);
         };
         uint4 qx[2][2];
         query_rows(0, qx);
@@ -774,14 +768,9 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             const bool live = e < end;
             {  // the query after next into L2
                 const int ncode = __shfl_sync(0xffffffffu, my_code, (k + 2) & 31);
-                if (lane == 0 && e + 8 < end) {
-                    const std::uint8_t* nq_rows =
-                        p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim;
-                    if (q_pol)
-                        prefetch_l2_bulk_hint(nq_rows, static_cast<unsigned>(p.G) * kHeadDim, q_pol);
-                    else
-                        prefetch_l2_bulk(nq_rows, static_cast<unsigned>(p.G) * kHeadDim);
-                }
+                if (lane == 0 && e + 8 < end)
+                    prefetch_l2_bulk(p.q + (static_cast<std::size_t>(p.t0 + (ncode >> 4)) * p.nq + g * p.G) * kHeadDim,
+                                     static_cast<unsigned>(p.G) * kHeadDim);
             }
             const int code = __shfl_sync(0xffffffffu, my_code, k);
             const int pos = __shfl_sync(0xffffffffu, my_pos, k);
@@ -1084,8 +1073,8 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const int n = rows * topk;
         pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q,  a.k_cache, a.v_cache, m,    chunk_off, chunks, entries, part_o, part_lse,
-                        nq,   nkv,       G,         topk, w.t0,      N,      p.opt.q_evict_last ? 1 : 0};
+        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, chunk_off, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
+                        w.t0, N};
         if (p.wgmma)
             pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnWgSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)

@@ -33,9 +33,6 @@ struct MsaPrefillOptions {
     int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     bool wgmma = true;  // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
-    // wgmma attention: query rows read with an L2 evict-last policy (each is read once per selected block, by CTAs far
-    // apart in time; the partial outputs stream past with evict-first stores)
-    bool q_evict_last = true;
 };
 
 struct MsaPrefillPlan {
