@@ -1,21 +1,23 @@
 // MSA prefill on Hopper: indexer (tensor cores, FP16 operands exact for E4M3 x NVFP4), keyed top-k, and the
-// "KV outer, gather Q" sparse attention. Host API and layouts: msa_prefill.h; notes: docs/cuda-notes.md.
+// "KV outer, gather Q" sparse attention. Host API and layouts: msa_prefill.h; notes: docs/cuda-notes.md (sections
+// 6-11: the mma.sync kernels, 18: the wgmma kernels).
 //
 // Per query window (whole indexer tiles of one or more sequences), six launches:
-//  1. pf_index_kernel: CTA = (tile of 128 index rows of one sequence, up to 16 index-K blocks); the rows' E4M3
-//     queries live in registers as MMA A fragments; each block is copied (cp.async, double buffered), dequantised
-//     once into a swizzled FP16 tile (exact: e2m1 * scale has at most 6 significant bits), multiplied with ldmatrix
-//     B fragments, reduced to the block maximum per row. Only history blocks are scored (the local block is always
-//     selected, so its masked score is never needed).
+//  1. pf_index_wg_kernel (default; pf_index_kernel with MsaPrefillOptions::wgmma = false): CTA = (tile of index rows
+//     of one sequence, up to 16 index-K blocks); each block is copied (cp.async, double buffered), dequantised once
+//     into an FP16 tile (exact: e2m1 * scale has at most 6 significant bits) and multiplied with the rows' E4M3
+//     queries (A fragments in registers), reduced to the block maximum per row. wgmma: 256 rows in four M = 64
+//     passes, the tile read by the tensor cores as B; mma.sync: 128 rows, ldmatrix B fragments per warp. Only
+//     history blocks are scored (the local block is always selected, so its masked score is never needed).
 //  2. pf_topk_kernel: one warp per (token, index head): keyed 16-bit top-k of msa.md section 3, local block last;
 //     counts the picks per (KV head, block) list.
-//  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, chunk -> list map, counters
-//     reset for the next window.
+//  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, one descriptor per chunk
+//     (entries, record, block, head), counters reset for the next window.
 //  4. pf_fill_kernel: every pick appends (token, slot) to its list.
-//  5. pf_attn_kernel: persistent CTAs over the chunks: the chunk's K and V block is dequantised once into FP16
-//     tiles; each warp serves one gathered query at a time (its 16 query heads of the group are the MMA M
-//     dimension): S = Q K^T, causal mask on the local block, softmax over the block, O = P V, normalised partial O
-//     (FP16) and base-2 LSE per (token, group, slot).
+//  5. pf_attn_wg_kernel (default; pf_attn_kernel without wgmma): persistent CTAs over the chunks: the chunk's K and V
+//     block is dequantised once into FP16 tiles; the group's 16 query heads of a gathered query are 16 MMA rows (4
+//     queries per warpgroup with wgmma, one per warp with mma.sync): S = Q K^T, causal mask on the local block,
+//     softmax over the block, O = P V, normalised partial O (FP16) and base-2 LSE per (token, group, slot).
 //  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE.
 // All FP16 tiles use one permuted dimension order (see dequant_page): table-free NVFP4 decode, 16-byte query loads
 // and 16-byte partial-output stores (the first version's byte-LUT and 2-byte loads bound both big kernels on the
