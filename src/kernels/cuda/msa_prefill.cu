@@ -324,7 +324,8 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
         for (int mt = 0; mt < npass; ++mt) {
             std::uint32_t a[8][4];
             a_perm_from_raw(qx, a);
-            pass_rows(mt + 1 < npass ? mt + 1 : 0, qx);  // the next pass's rows (after the last: the next block's first)
+            // the next pass's rows (after the last pass: the next block's first)
+            pass_rows(mt + 1 < npass ? mt + 1 : 0, qx);
             float acc[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_fence();
 #pragma unroll
@@ -428,9 +429,15 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
 struct ChunkDesc {
     int begin, end, rec, bgv;
 };
-__device__ __forceinline__ int chunk_block(int bgv) { return bgv & 0x1FFF; }
-__device__ __forceinline__ int chunk_head(int bgv) { return (bgv >> 13) & 0x7F; }
-__device__ __forceinline__ int chunk_valid(int bgv) { return bgv >> 20; }
+__device__ __forceinline__ int chunk_block(int bgv) {
+    return bgv & 0x1FFF;
+}
+__device__ __forceinline__ int chunk_head(int bgv) {
+    return (bgv >> 13) & 0x7F;
+}
+__device__ __forceinline__ int chunk_valid(int bgv) {
+    return bgv >> 20;
+}
 struct PfScan {
     unsigned* counts;
     int* list_off;
@@ -792,7 +799,8 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(o, qp.pa[ks], desc_v + ks * (kWgStepBytes >> 4), ks > 0);
+            for (int ks = 0; ks < 8; ++ks)
+                wgmma_m64n128k16_f16(o, qp.pa[ks], desc_v + ks * (kWgStepBytes >> 4), ks > 0);
             wgmma_commit();
             wgmma_wait0();
             wgmma_fence_regs(o);

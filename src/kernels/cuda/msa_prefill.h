@@ -32,7 +32,8 @@ struct MsaPrefillOptions {
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
     int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
-    bool wgmma = true;  // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
+    // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
+    bool wgmma = true;
 };
 
 struct MsaPrefillPlan {
