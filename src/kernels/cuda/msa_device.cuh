@@ -143,6 +143,17 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[16][4], const st
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
         : "memory");
 }
+// D = A B over K = 128 (eight k16 steps: A fragments a[ks], B at desc advanced by step_bytes per step), issued and
+// waited for; D is overwritten.
+__device__ __forceinline__ void wgmma_m64n128k128_f16(float (&d)[16][4], const std::uint32_t (&a)[8][4],
+                                                      std::uint64_t desc, unsigned step_bytes) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(d, a[ks], desc + ks * (step_bytes >> 4), ks > 0);
+    wgmma_commit();
+    wgmma_wait0();
+    wgmma_fence_regs(d);
+}
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;

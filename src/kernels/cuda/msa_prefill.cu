@@ -182,21 +182,45 @@ struct PfIdx {
     int max_blocks, row_base, item0;
 };
 constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes;
+// One indexer work item (PfIdx::items): rows [row0, row0 + nrows) of one sequence against its index-key blocks
+// [b0, b1), whose pages stream through a two-stage cp.async buffer (128 threads). Shared memory (kIdxSmem): the two
+// stages, then the FP16 tile. The constructor starts the first block's copy.
+struct IdxItem {
+    unsigned char* stage;
+    unsigned char* tile;
+    int row0, nrows, b0, b1;
+    const int* pt;  // the sequence's page-table row
+    __device__ IdxItem(const PfIdx& p, unsigned char* smem, int tid) : stage(smem), tile(smem + 2 * kPageHeadBytes) {
+        const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
+        row0 = it0.y;
+        nrows = it0.z;
+        b0 = it0.w;
+        b1 = it1.x;
+        pt = p.page_table + static_cast<std::size_t>(it0.x) * p.max_blocks;
+        copy_page(p, stage, b0, tid);
+        cp_async_commit();
+    }
+    __device__ void copy_page(const PfIdx& p, unsigned char* dst, int b, int tid) const {
+        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
+        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
+    }
+    // Starts block b + 1's copy into the other stage and waits until block b (the i-th) has landed for every thread;
+    // returns block b's raw page.
+    __device__ const unsigned char* next_stage(const PfIdx& p, int b, int i, int tid) const {
+        if (b + 1 < b1) copy_page(p, stage + ((i + 1) & 1) * kPageHeadBytes, b + 1, tid);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        return stage + (i & 1) * kPageHeadBytes;
+    }
+};
 
 __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char* stage = smem;
-    unsigned char* tile = smem + 2 * kPageHeadBytes;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
-    const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
-    const int* pt = p.page_table + static_cast<std::size_t>(seq) * p.max_blocks;
-    auto copy_page = [&](unsigned char* dst, int b) {
-        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
-        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
-    };
-    copy_page(stage, b0);
-    cp_async_commit();
+    const IdxItem item(p, smem, tid);
+    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    unsigned char* tile = item.tile;
     // A fragments: this warp's 32 index rows (2 m-tiles) x 128 dims (8 k-steps), E4M3 -> FP16 exactly.
     std::uint32_t a[2][8][4];
 #pragma unroll
@@ -209,11 +233,7 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
     // n0+8..15 (2ks), n0+8..15 (2ks+1): b0/b1 of n-tile n0 then of n-tile n0+8.
     const int lkey = ((lane >> 4) << 3) + (lane & 7), lchunk = (lane >> 3) & 1;
     for (int b = b0, i = 0; b < b1; ++b, ++i) {
-        if (b + 1 < b1) copy_page(stage + ((i + 1) & 1) * kPageHeadBytes, b + 1);
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid, SwizzledTile{});
+        dequant_page(item.next_stage(p, b, i, tid), kBlock, tile, tid, SwizzledTile{});
         __syncthreads();
         float mx[2][2] = {{-CUDART_INF_F, -CUDART_INF_F}, {-CUDART_INF_F, -CUDART_INF_F}};
 #pragma unroll 1
@@ -291,18 +311,10 @@ __device__ __forceinline__ void store_pass_maxima(const PfIdx& p, const float (&
 }
 __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char* stage = smem;
-    unsigned char* tile = smem + 2 * kPageHeadBytes;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
-    const int seq = it0.x, row0 = it0.y, nrows = it0.z, b0 = it0.w, b1 = it1.x;
-    const int* pt = p.page_table + static_cast<std::size_t>(seq) * p.max_blocks;
-    auto copy_page = [&](unsigned char* dst, int b) {
-        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
-        for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
-    };
-    copy_page(stage, b0);
-    cp_async_commit();
+    const IdxItem item(p, smem, tid);
+    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    unsigned char* tile = item.tile;
     auto pass_rows = [&](int mt, uint4 (&x)[2][2]) {
         const int ra = 64 * mt + 16 * warp + r, rb = ra + 8;
         load_rows_raw(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
@@ -313,11 +325,8 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
     pass_rows(0, qx);
     const std::uint64_t desc0 = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     for (int b = b0, i = 0; b < b1; ++b, ++i) {
-        if (b + 1 < b1) copy_page(stage + ((i + 1) & 1) * kPageHeadBytes, b + 1);
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();  // the stage has landed for every thread, and the previous block's wgmmas are complete
-        dequant_page(stage + (i & 1) * kPageHeadBytes, kBlock, tile, tid, WgTile{});
+        // (the barrier in next_stage also means that the previous block's MMAs are complete in every warp)
+        dequant_page(item.next_stage(p, b, i, tid), kBlock, tile, tid, WgTile{});
         fence_proxy_async_smem();
         __syncthreads();
 #pragma unroll 1
@@ -327,12 +336,7 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
             // the next pass's rows (after the last pass: the next block's first)
             pass_rows(mt + 1 < npass ? mt + 1 : 0, qx);
             float acc[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(acc, a[ks], desc0 + ks * (kWgStepBytes >> 4), ks > 0);
-            wgmma_commit();
-            wgmma_wait0();
-            wgmma_fence_regs(acc);
+            wgmma_m64n128k128_f16(acc, a, desc0, kWgStepBytes);
             store_pass_maxima(p, acc, 64 * mt + 16 * warp, nrows, row0, b, lane);
         }
     }
@@ -373,13 +377,17 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
                 mx = fmaxf(mx, v[j]);
             }
     };
-    min_max(v0, 0);
-    if (n > 512) min_max(v1, 512);
-    for (int base = 1024; base < n; base += 512) {
-        float v[16];
-        load_score_vectors<float>(sc, base, n, lane, v);
-        min_max(v, base);
-    }
+    // fn(16 scores per lane, first block) over all chunks: the two in registers, then the rest from memory
+    auto each_chunk = [&](auto&& fn) {
+        fn(v0, 0);
+        if (n > 512) fn(v1, 512);
+        for (int base = 1024; base < n; base += 512) {
+            float v[16];
+            load_score_vectors<float>(sc, base, n, lane, v);
+            fn(v, base);
+        }
+    };
+    each_chunk(min_max);
     const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
     std::uint32_t top[15];
 #pragma unroll
@@ -394,13 +402,7 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
         sort16_desc(x);
         top15_merge(top, x);
     };
-    merge(v0, 0);
-    if (n > 512) merge(v1, 512);
-    for (int base = 1024; base < n; base += 512) {
-        float v[16];
-        load_score_vectors<float>(sc, base, n, lane, v);
-        merge(v, base);
-    }
+    each_chunk(merge);
     return top15_pick(top, k, lane, -1);
 }
 
@@ -788,22 +790,11 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             a_perm_from_raw(qx, qa);
             if (k + 1 < n_iter) query_rows(k + 1, qx);
             float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(s, qa[ks], desc_k + ks * (kWgStepBytes >> 4), ks > 0);
-            wgmma_commit();
-            wgmma_wait0();
-            wgmma_fence_regs(s);
+            wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
             QueryProbs qp;
             block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < 8; ++ks)
-                wgmma_m64n128k16_f16(o, qp.pa[ks], desc_v + ks * (kWgStepBytes >> 4), ks > 0);
-            wgmma_commit();
-            wgmma_wait0();
-            wgmma_fence_regs(o);
+            wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
             if (!live) continue;
             // o[4q + i][e] (row r; [2 + e]: row r + 8) is dim 32q + 8c + 2i + e (dequant_page_vt): four 16-byte
             // streaming stores per row (the partials are read once, by the combine).
