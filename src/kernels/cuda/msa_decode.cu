@@ -343,9 +343,7 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
-#pragma unroll
-        for (int k = 0; k < 16; ++k)
-            if (base + lane + 32 * k < n) { mn = fminf(mn, v[k]); mx = fmaxf(mx, v[k]); }
+        chunk_min_max(v, base, n, lane, mn, mx);
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
@@ -362,6 +360,8 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
+        // merge_keyed_chunk written out: calling it gives the same keys but raised attn_kernel<false, 8> (which
+        // inlines this function) from 194 to 199 registers under ptxas, a change not measured on the GPU.
         std::uint32_t x[16];  // this lane's keys of the chunk (0 past n: below every real key), sorted and merged
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
@@ -434,11 +434,10 @@ __device__ __forceinline__ void wgmma_e4m3_m64n8k32(float (&d)[4], const std::ui
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0)
         : "memory");
 }
-// Shared-memory matrix descriptor, no swizzle: start address, and 128 bytes both between the core matrices along K
-// and along N (only one along N exists for N = 8, so the two offsets cannot be confused).
+// Shared-memory matrix descriptor, no swizzle: 128 bytes both between the core matrices along K and along N (only one
+// along N exists for N = 8, so the two offsets cannot be confused).
 __device__ __forceinline__ std::uint64_t wg_desc(const void* smem_ptr) {
-    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
-    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{128 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
+    return wg_desc_noswizzle(smem_ptr, 128, 128);
 }
 // The query columns for all four k32 steps (1 KB at bq): step j at 256 j, core matrix (k 0-15, k 16-31) at +0/+128,
 // column n at 16 n. Column n = (head n >> 1, half n & 1); slot k belongs to thread c = (k & 15) >> 2 of the A
@@ -537,8 +536,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
 // at kc * 512 + nc * 128. Descriptor offsets: leading = along K (512), stride = along N (128) (run H of session 5:
 // the exchanged assignment faults with an illegal address).
 __device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr) {
-    const auto addr = static_cast<std::uint64_t>(__cvta_generic_to_shared(smem_ptr));
-    return ((addr & 0x3FFFFu) >> 4) | (std::uint64_t{512 >> 4} << 16) | (std::uint64_t{128 >> 4} << 32);
+    return wg_desc_noswizzle(smem_ptr, 512, 128);
 }
 __device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t desc,
                                                     int accumulate) {

@@ -239,6 +239,28 @@ __device__ __forceinline__ void top15_merge(std::uint32_t (&top)[15], const std:
 #pragma unroll
     for (int i = 0; i < 15; ++i) top[i] = c[i];
 }
+// One chunk of a row's scores as load_score_vectors gives them (16 per lane: blocks base + lane + 32 k): the min and
+// max of those below n folded into mn and mx (the keyed quantiser's first pass) ...
+__device__ __forceinline__ void chunk_min_max(const float (&v)[16], int base, int n, int lane, float& mn, float& mx) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+        if (base + lane + 32 * k < n) {
+            mn = fminf(mn, v[k]);
+            mx = fmaxf(mx, v[k]);
+        }
+}
+// ... and their keys (0 past n: below every real key), sorted and merged into the lane's top-15 list (second pass).
+__device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], const float (&v)[16], int base, int n,
+                                                  int lane, const KeyedQuant& kq) {
+    std::uint32_t x[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const int i = base + lane + 32 * k;
+        x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
+    }
+    sort16_desc(x);
+    top15_merge(top, x);
+}
 // k - 1 rounds of warp max over the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
 // lanes keep `mine`.
 __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {

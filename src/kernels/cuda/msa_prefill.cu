@@ -369,14 +369,6 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
     load_score_vectors<float>(sc, 0, n, lane, v0);
     if (n > 512) load_score_vectors<float>(sc, 512, n, lane, v1);
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
-    auto min_max = [&](const float (&v)[16], int base) {
-#pragma unroll
-        for (int j = 0; j < 16; ++j)
-            if (base + lane + 32 * j < n) {
-                mn = fminf(mn, v[j]);
-                mx = fmaxf(mx, v[j]);
-            }
-    };
     // fn(16 scores per lane, first block) over all chunks: the two in registers, then the rest from memory
     auto each_chunk = [&](auto&& fn) {
         fn(v0, 0);
@@ -387,22 +379,12 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
             fn(v, base);
         }
     };
-    each_chunk(min_max);
+    each_chunk([&](const float (&v)[16], int base) { chunk_min_max(v, base, n, lane, mn, mx); });
     const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    auto merge = [&](const float (&v)[16], int base) {
-        std::uint32_t x[16];  // 0 past n: below every real key
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            const int i = base + lane + 32 * j;
-            x[j] = i < n ? keyed_key(v[j], kq, i) : 0u;
-        }
-        sort16_desc(x);
-        top15_merge(top, x);
-    };
-    each_chunk(merge);
+    each_chunk([&](const float (&v)[16], int base) { merge_keyed_chunk(top, v, base, n, lane, kq); });
     return top15_pick(top, k, lane, -1);
 }
 
@@ -426,11 +408,8 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
 }
 
 // ---------------------------------------------------------------- 3. scan
-// One attention work chunk: entries [begin, end) of its list, the (page, KV head) record index, and
-// block | KV head << 13 | valid rows << 20 (block < 8192, head < 128, valid 1..128).
-struct ChunkDesc {
-    int begin, end, rec, bgv;
-};
+// One attention work chunk (an int4): entries [begin, end) of its list, the (page, KV head) record index, and
+// bgv = block | KV head << 13 | valid rows << 20 (block < 8192, head < 128, valid 1..128).
 __device__ __forceinline__ int chunk_block(int bgv) {
     return bgv & 0x1FFF;
 }
@@ -442,9 +421,8 @@ __device__ __forceinline__ int chunk_valid(int bgv) {
 }
 struct PfScan {
     unsigned* counts;
-    int* list_off;
     int* cursor;
-    int* chunk_off;
+    int* num_chunks;
     int4* chunks;
     PfMeta m;
     const int* page_table;
@@ -469,9 +447,7 @@ __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
     for (int i = i0; i < i1; ++i) {
         const int cnt = static_cast<int>(p.counts[i]);
         p.counts[i] = 0;
-        p.list_off[i] = off;
         p.cursor[i] = off;
-        p.chunk_off[i] = coff;
         const int nch = (cnt + kQc - 1) / kQc;
         if (nch > 0) {
             // the chunk's record and block, resolved once here so that an attention CTA needs one load per chunk
@@ -487,10 +463,7 @@ __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
         off += cnt;
         coff += nch;
     }
-    if (tid == kScanThreads - 1) {
-        p.list_off[p.n] = off;
-        p.chunk_off[p.n] = coff;
-    }
+    if (tid == kScanThreads - 1) *p.num_chunks = coff;
 }
 
 // ---------------------------------------------------------------- 4. fill
@@ -518,14 +491,22 @@ struct PfAttn {
     const std::uint8_t* k_cache;
     const std::uint8_t* v_cache;
     PfMeta m;
-    const int* chunk_off;
+    const int* num_chunks;
     const int4* chunks;
     const int* entries;
     __half* part_o;
     float* part_lse;
-    int nq, nkv, G, topk, t0, n_lists;
+    int nq, nkv, G, topk, t0;
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
+// Entry ie of a chunk (entries below end): its code (token << 4 | slot) and its token's position; code and pos stay
+// untouched past end.
+__device__ __forceinline__ void chunk_entry(const PfAttn& p, int ie, int end, int& code, int& pos) {
+    if (ie < end) {
+        code = p.entries[ie];
+        pos = p.m.tok_pos[p.t0 + (code >> 4)];
+    }
+}
 
 // One gathered query (token t, KV head g) against the chunk's K tile: S = Q K^T with the group's 16 query heads as
 // the MMA rows, causal mask (keys > lim hidden), softmax over the block in FP32; the unnormalised probabilities
@@ -614,7 +595,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int total = p.chunk_off[p.n_lists];
+    const int total = *p.num_chunks;
     const int vkey = (((lane >> 3) & 1) << 3) + (lane & 7), vchunk = lane >> 4;  // V (transposed loads)
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
         const int4 cd = p.chunks[w];
@@ -626,13 +607,8 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         // This warp's <= kQc / 4 entries of the chunk (iteration k, query q: lane k * QPW + q) and their positions,
         // loaded once: a query no longer starts with two dependent global round trips (entry, then position and Q).
         int my_code = 0, my_pos = 0;
-        if (lane < kQc / 4) {
-            const int ie = begin + QPW * warp + 4 * QPW * (lane / QPW) + lane % QPW;
-            if (ie < end) {
-                my_code = p.entries[ie];
-                my_pos = p.m.tok_pos[p.t0 + (my_code >> 4)];
-            }
-        }
+        if (lane < kQc / 4)
+            chunk_entry(p, begin + QPW * warp + 4 * QPW * (lane / QPW) + lane % QPW, end, my_code, my_pos);
         __syncthreads();
         for (int e = begin + QPW * warp, k = 0; e < end; e += 4 * QPW, ++k) {
             const int nqw = min(QPW, end - e);  // warp-uniform: < QPW only at the chunk's tail
@@ -725,13 +701,12 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 // tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
 // shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
 // zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
-constexpr std::size_t kAttnWgSmem = 2 * kTileBytes;
 __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int total = p.chunk_off[p.n_lists];
+    const int total = *p.num_chunks;
     const std::uint64_t desc_k = wg_desc_noswizzle(kt, kWgLead, kWgStride);
     const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
     // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
@@ -753,13 +728,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
         }
         // Entry of iteration k of this warp (query begin + warp + 4k) in lane k, with its position.
         int my_code = 0, my_pos = 0;
-        if (lane < kQc / 4) {
-            const int ie = begin + warp + 4 * lane;
-            if (ie < end) {
-                my_code = p.entries[ie];
-                my_pos = p.m.tok_pos[p.t0 + (my_code >> 4)];
-            }
-        }
+        if (lane < kQc / 4) chunk_entry(p, begin + warp + 4 * lane, end, my_code, my_pos);
         fence_proxy_async_smem();
         __syncthreads();
         const int n_iter = (end - begin + 3) >> 2;
@@ -995,17 +964,15 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.items_off = take(std::max<std::size_t>(p.items.size(), 8) * 4);
     p.scores_off = take(Wt * nkv * max_blocks * 4);
     p.counts_off = take(N * 4);
-    p.list_off_off = take((N + 1) * 4);
     p.cursor_off = take(N * 4);
-    p.chunk_off_off = take((N + 1) * 4);
+    p.num_chunks_off = take(4);
     p.chunks_off = take((picks / kQc + N + 1) * sizeof(int4));
     p.entries_off = take(picks * 4);
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    p.wgmma = opt.wgmma;
-    const void* attn = p.wgmma           ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
+    const void* attn = opt.wgmma         ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
                        : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
                                          : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
@@ -1018,11 +985,11 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnWgSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, p.wgmma ? kAttnWgSmem : kAttnSmem));
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
     p.attn_ctas = std::max(1, per_sm) * sm_count();
     return p;
 }
@@ -1048,9 +1015,8 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
                    meta + p.meta_blk_b,   meta + p.meta_seq_kv,  meta + p.meta_seq_base};
     auto* scores = reinterpret_cast<float*>(ws + p.scores_off);
     auto* counts = reinterpret_cast<unsigned*>(ws + p.counts_off);
-    auto* list_off = reinterpret_cast<int*>(ws + p.list_off_off);
     auto* cursor = reinterpret_cast<int*>(ws + p.cursor_off);
-    auto* chunk_off = reinterpret_cast<int*>(ws + p.chunk_off_off);
+    auto* num_chunks = reinterpret_cast<int*>(ws + p.num_chunks_off);
     auto* chunks = reinterpret_cast<int4*>(ws + p.chunks_off);
     auto* entries = reinterpret_cast<int*>(ws + p.entries_off);
     auto* part_o = reinterpret_cast<__half*>(ws + p.part_o_off);
@@ -1062,7 +1028,7 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.wgmma)
+            if (p.opt.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
             else
                 pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
@@ -1070,14 +1036,14 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
         pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
         pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(
-            PfScan{counts, list_off, cursor, chunk_off, chunks, m, a.page_table, N, p.total_blocks, p.max_blocks});
+            PfScan{counts, cursor, num_chunks, chunks, m, a.page_table, N, p.total_blocks, p.max_blocks});
         const int n = rows * topk;
         pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, chunk_off, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
-                        w.t0, N};
-        if (p.wgmma)
-            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnWgSmem, stream>>>(ap);
+        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
+                        w.t0};
+        if (p.opt.wgmma)
+            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)
             pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else

@@ -44,7 +44,6 @@ struct MsaPrefillPlan {
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
-    bool wgmma = true;      // MsaPrefillOptions::wgmma
     struct Window {
         int t0 = 0, t1 = 0;        // flattened token range
         int item0 = 0, item1 = 0;  // indexer work items
@@ -54,8 +53,8 @@ struct MsaPrefillPlan {
     std::vector<int> tok_seq, tok_pos, blk_seq, blk_b, seq_kv_len, seq_blk_base;
     std::vector<int> items;  // 8 ints per indexer item: seq, first index row, rows, first block, end block, 0, 0, 0
     // Workspace (device) offsets.
-    std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, list_off_off = 0, cursor_off = 0,
-                chunk_off_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
+    std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, cursor_off = 0,
+                num_chunks_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
     std::size_t meta_tok_seq = 0, meta_tok_pos = 0, meta_blk_seq = 0, meta_blk_b = 0, meta_seq_kv = 0,
                 meta_seq_base = 0;  // int offsets inside the metadata block
     std::size_t total_bytes = 0;
