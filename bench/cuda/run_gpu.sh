@@ -6,7 +6,7 @@
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
-#              (MSA_PF_WGMMA=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
+#              (MSA_PF_WGMMA=0);  pbreg  the same with the register-A wgmma indexer (MSA_PF_IDX_SMEM_Q=0);  pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
@@ -14,7 +14,8 @@
 #              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
 #   sass|ncu   SASS statistics / Nsight Compute of decode;  ncusrc  full set + per-SASS-line stalls, 8 queries;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
-#   pncusrc    full set + per-SASS-line stalls of one prefill kernel (PNCU_KERNEL regex, default pf_attn; 8K on 32K)
+#   pncusrc    full set + per-SASS-line stalls of one prefill kernel (PNCU_KERNEL regex, default pf_attn; PNCU_CASE
+#              "chunk total", default "8192 40960": 8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
 # budget TOTAL_T (default 500 s) caps them; a failing step does not stop the others. At the end everything is packed
 # into $OUT/results.tgz and the summary tables are printed (and kept as $OUT/summary.md).
@@ -62,6 +63,9 @@ for step in ${STEPS//,/ }; do
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
+    pbreg)
+      MSA_PF_IDX_SMEM_Q=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_reg.json" 2>> "$R/pbench_reg.err"
+      echo "pbreg rc=$?" >> "$R/pbench_reg.err"; tail -2 "$R/pbench_reg.err";;
     pbench2)
       MSA_PF_WGMMA=0 MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
       echo "pbench2 rc=$?" >> "$R/pbench2.err"; tail -2 "$R/pbench2.err";;
@@ -105,7 +109,7 @@ for step in ${STEPS//,/ }; do
       done > "$R/ncu.txt" 2>&1;;
     pncusrc)  # full Nsight Compute set of the prefill attention (8K on 32K) with per-SASS-line stall samples
       timeout $(lim 150) ncu --clock-control none --set full --import-source no -k regex:"${PNCU_KERNEL:-pf_attn}" -c 1 \
-        -o "$R/pf" "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncusrc.log" 2>&1
+        -o "$R/pf" "$BIN/msa_prefill_bench" case ${PNCU_CASE:-8192 40960} > "$R/pncusrc.log" 2>&1
       ncu -i "$R/pf.ncu-rep" --page details > "$R/pncu_details.txt" 2>&1
       ncu -i "$R/pf.ncu-rep" --page source --csv --print-source sass 2>/dev/null | gzip > "$R/pncu_source.csv.gz"
       rm -f "$R/pf.ncu-rep"; grep -E "pf_|Duration|Issued Ipc|Achieved Occ" "$R/pncu_details.txt" | head -8;;
@@ -139,7 +143,7 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  for alt in mma:"the mma.sync kernels"; do
+  for alt in mma:"the mma.sync kernels" reg:"the register-A wgmma indexer"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys
 try:

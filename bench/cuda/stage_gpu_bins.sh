@@ -8,8 +8,8 @@
 set -e
 B=${BUILD:-build-cuda}
 DEST=${DEST:-gpubin}
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMSA_CUDA=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
+LAUNCH=(); command -v ccache > /dev/null && LAUNCH=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMSA_CUDA=ON "${LAUNCH[@]}" > /dev/null
 cmake --build "$B" -j2 --target msa_cuda_decode_test msa_cuda_prefill_test msa_cuda_decode_bench msa_cuda_prefill_bench
 rm -rf "$DEST" && mkdir -p "$DEST/lib"
 cp "$B/tests/cuda/msa_cuda_decode_test" "$DEST/msa_decode_test"

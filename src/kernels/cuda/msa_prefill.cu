@@ -63,25 +63,42 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
 // outputs go out as four 16-byte stores per row (instead of 32 two-byte loads and 32 four-byte stores), and the
 // NVFP4 decode needs no table: fp4x8's (n_i, n_{i+4}) pairs are exactly the tile words.
 constexpr std::uint32_t kH2x16384 = 0x74007400u;  // f16x2 (2^14, 2^14)
-// One row's 32-dim chunk ch (0..3) of a (page, head) record (9216 bytes; global or shared memory) -> the row's words
-// of the permuted FP16 tile: o[j] = word ch of chunk j (f16x2 of e2m1 * scale), exact: (e2m1 * 2^-14) * 2^14 = e2m1,
-// then * scale (at most 6 significant bits, >= 2^-10: a normal FP16). Rows >= valid are zero (stale cache bytes
-// never reach the MMAs).
+// 32 NVFP4 values (16 bytes: dims 32 ch + 0..31 of a row) and their two E4M3 scales (sc, low 16 bits) -> the row's
+// words of the permuted FP16 tile: o[j] = word ch of chunk j. fp4x8 places e2m1 as FP16 e2m1 * 2^-14; then
+// - kScaled = false: o = (P * 2^14) * scale, the exact value (at most 6 significant bits, >= 2^-10: a normal FP16);
+// - kScaled = true: o = P * (scale * 2^7) = value * 2^-7, one multiply instead of two (scale * 2^14 could overflow
+//   FP16, scale * 2^7 <= 57344 cannot); also exact: values are multiples of 2^-10 with <= 6 significant bits, so
+//   value * 2^-7 is a multiple of 2^-17 (FP16 subnormals step by 2^-24) below 21. Products with it are the exact
+//   ones times 2^-7, so FP32 sums are too (no FP32 subnormals arise: |product| >= 2^-26).
+template <bool kScaled>
+__device__ __forceinline__ void dequant_words(const uint4& d, std::uint32_t sc, std::uint32_t (&o)[16]) {
+    std::uint32_t sh = e4m3x2_to_h2(sc);
+    if constexpr (kScaled) sh = hmul2(sh, 0x58005800u);  // f16x2 (2^7, 2^7)
+    const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
+    const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        std::uint32_t P[4];
+        fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            o[4 * m + i] = kScaled ? hmul2(P[i], m < 2 ? s0 : s1) : hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
+    }
+}
+// Where row `row`'s 32-dim chunk ch (0..3) of a (page, head) record (9216 bytes) sits: values, then the two scales.
+__device__ __forceinline__ int rec_values_off(int row, int ch) {
+    return row * 64 + ch * 16;
+}
+__device__ __forceinline__ int rec_scales_off(int row, int ch) {
+    return kBlock * 64 + row * 8 + 2 * ch;
+}
+// One row's 32-dim chunk ch (0..3) of a record (global or shared memory) -> the row's exact words of the permuted
+// FP16 tile (dequant_words). Rows >= valid are zero (stale cache bytes never reach the MMAs).
 __device__ __forceinline__ void dequant_row_chunk(const unsigned char* rec, int row, int ch, int valid,
                                                   std::uint32_t (&o)[16]) {
     if (row < valid) {
-        const uint4 d = *reinterpret_cast<const uint4*>(rec + row * 64 + ch * 16);
-        const std::uint32_t sh =
-            e4m3x2_to_h2(*reinterpret_cast<const unsigned short*>(rec + kBlock * 64 + row * 8 + 2 * ch));
-        const std::uint32_t s0 = prmt(sh, sh, 0x1010), s1 = prmt(sh, sh, 0x3232);
-        const std::uint32_t w[4] = {d.x, d.y, d.z, d.w};
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-            std::uint32_t P[4];
-            fp4x8(w[m], Mul{}, P);  // constant shifts (MSA_FP4_SHIFTS=1)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) o[4 * m + i] = hmul2(hmul2(P[i], kH2x16384), m < 2 ? s0 : s1);
-        }
+        dequant_words<false>(*reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)),
+                             *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch)), o);
     } else {
 #pragma unroll
         for (int j = 0; j < 16; ++j) o[j] = 0u;
@@ -185,23 +202,31 @@ constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes;
 // One indexer work item (PfIdx::items): rows [row0, row0 + nrows) of one sequence against its index-key blocks
 // [b0, b1), whose pages stream through a two-stage cp.async buffer (128 threads). Shared memory (kIdxSmem): the two
 // stages, then the FP16 tile. The constructor starts the first block's copy.
-struct IdxItem {
-    unsigned char* stage;
-    unsigned char* tile;
+struct IdxItemHeader {
     int row0, nrows, b0, b1;
     const int* pt;  // the sequence's page-table row
-    __device__ IdxItem(const PfIdx& p, unsigned char* smem, int tid) : stage(smem), tile(smem + 2 * kPageHeadBytes) {
+    __device__ explicit IdxItemHeader(const PfIdx& p) {
         const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
         row0 = it0.y;
         nrows = it0.z;
         b0 = it0.w;
         b1 = it1.x;
         pt = p.page_table + static_cast<std::size_t>(it0.x) * p.max_blocks;
+    }
+    __device__ const unsigned char* record(const PfIdx& p, int b) const {
+        return p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
+    }
+};
+struct IdxItem : IdxItemHeader {
+    unsigned char* stage;
+    unsigned char* tile;
+    __device__ IdxItem(const PfIdx& p, unsigned char* smem, int tid)
+        : IdxItemHeader(p), stage(smem), tile(smem + 2 * kPageHeadBytes) {
         copy_page(p, stage, b0, tid);
         cp_async_commit();
     }
     __device__ void copy_page(const PfIdx& p, unsigned char* dst, int b, int tid) const {
-        const unsigned char* src = p.ik_cache + static_cast<std::size_t>(pt[b]) * kPageHeadBytes;
+        const unsigned char* src = record(p, b);
         for (int u = tid; u < kPageHeadBytes / 16; u += 128) cp_async16(dst + u * 16, src + u * 16);
     }
     // Starts block b + 1's copy into the other stage and waits until block b (the i-th) has landed for every thread;
@@ -292,7 +317,7 @@ __global__ void __launch_bounds__(128) pf_index_kernel(const PfIdx p) {
 constexpr int kIdxWgRows = 256;
 // Block maxima of one M = 64 pass (this warp's rows wrow + r and wrow + r + 8) -> the score rows.
 __device__ __forceinline__ void store_pass_maxima(const PfIdx& p, const float (&acc)[16][4], int wrow, int nrows,
-                                                  int row0, int b, int lane) {
+                                                  int row0, int b, int lane, float scale = 1.f) {
     const int r = lane >> 2, c = lane & 3;
     float m0 = -CUDART_INF_F, m1 = -CUDART_INF_F;
 #pragma unroll
@@ -306,7 +331,8 @@ __device__ __forceinline__ void store_pass_maxima(const PfIdx& p, const float (&
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
         const int row = wrow + 8 * h + r;
-        if (c == 0 && row < nrows) p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v;
+        if (c == 0 && row < nrows)
+            p.scores[static_cast<std::size_t>(row0 + row - p.row_base) * p.max_blocks + b] = v * scale;
     }
 }
 __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
@@ -341,6 +367,113 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
         }
     }
     cp_async_wait<0>();
+}
+
+// The indexer with the query tile in shared memory (default; MsaPrefillOptions::idx_smem_q): both wgmma operands
+// come from shared memory. The CTA converts its up to 256 E4M3 query rows to FP16 once per item (64 KB, core
+// matrices like WgTile's: (row octet o, chunk j) at j * 4096 + o * 128), instead of loading and converting each pass's
+// rows for every block (which was 21% of the register-A kernel's instructions and all of its L2 reads). Without A
+// fragments the registers hold two accumulator sets, so the next pass's MMAs run while this pass's row maxima are
+// taken. Each block's raw record is loaded into registers one block ahead and dequantised (values * 2^-7, one
+// multiply: dequant_words) into the single B tile; the maxima are scaled back by 2^7 (exact). 96 KB of shared memory:
+// 2 CTAs per SM.
+constexpr std::size_t kIdxQTileBytes = std::size_t{kIdxWgRows} * kHeadDim * 2;
+constexpr std::size_t kIdxSsSmem = kIdxQTileBytes + kTileBytes;
+constexpr unsigned kQTileLead = 4096;  // bytes between the two core matrices of a k16 step (along K)
+// Query rows [row0, row0 + nrows) (E4M3) -> the FP16 query tile, permuted dim order; rows >= nrows are zero. Task
+// (row, g) writes chunks 4g..4g+3 of a row, i.e. dims 32p + 8g + 0..7 of the four 32-dim pieces p.
+__device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
+                                                int tid) {
+#pragma unroll 2
+    for (int k = 0; k < kIdxWgRows * 4 / 128; ++k) {
+        const int u = tid + 128 * k, row = u >> 2, g = u & 3;
+        uint2 x[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            x[q] = row < nrows ? *reinterpret_cast<const uint2*>(iq + static_cast<std::size_t>(row0 + row) * kHeadDim +
+                                                                 32 * q + 8 * g)
+                               : make_uint2(0u, 0u);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // chunk 4g + i, word q: dims (32q + 8g + i, + 4)
+            const std::uint32_t sel = i | ((4 + i) << 4);
+            const uint4 w = make_uint4(e4m3x2_to_h2(prmt(x[0].x, x[0].y, sel)), e4m3x2_to_h2(prmt(x[1].x, x[1].y, sel)),
+                                       e4m3x2_to_h2(prmt(x[2].x, x[2].y, sel)), e4m3x2_to_h2(prmt(x[3].x, x[3].y, sel)));
+            *reinterpret_cast<uint4*>(qt + (4 * g + i) * kQTileLead + (row >> 3) * 128 + (row & 7) * 16) = w;
+        }
+    }
+}
+// This thread's part of a raw index-key record (the (row, chunk) pieces of dequant_page's split).
+struct RawIdxPiece {
+    uint4 v[4];
+    unsigned short sc[4];
+    __device__ void load(const unsigned char* rec, int tid) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+            v[k] = *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch));
+            sc[k] = *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch));
+        }
+    }
+    __device__ void dequant_scaled(unsigned char* tile, int tid) const {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+            std::uint32_t o[16];
+            dequant_words<true>(v[k], sc[k], o);
+#pragma unroll
+            for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(tile + WgTile{}(row, j) + 4 * ch) = o[j];
+        }
+    }
+};
+// Pass mt (query rows 64 mt .. + 63) against the B tile: eight k16 steps, committed as one group, not waited for.
+__device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
+                                                 int mt) {
+    wgmma_fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+        wgmma_m64n128k16_f16_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQTileLead) >> 4), desc_k + ks * (kWgStepBytes >> 4),
+                                ks > 0);
+    wgmma_commit();
+    wgmma_fence_regs(acc);
+}
+__global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    unsigned char* qt = smem;
+    unsigned char* tile = smem + kIdxQTileBytes;
+    const IdxItemHeader item(p);
+    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    RawIdxPiece raw;
+    raw.load(item.record(p, b0), tid);
+    load_query_tile(p.iq, row0, nrows, qt, tid);
+    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
+    const int wrow = 16 * warp;
+    for (int b = b0; b < b1; ++b) {
+        if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
+        raw.dequant_scaled(tile, tid);
+        if (b + 1 < b1) raw.load(item.record(p, b + 1), tid);
+        fence_proxy_async_smem();
+        __syncthreads();
+        // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
+        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
+        issue_index_pass(acc0, desc_q, desc_k, 0);
+        issue_index_pass(acc1, desc_q, desc_k, 1);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, 128.f);
+        issue_index_pass(acc0, desc_q, desc_k, 2);
+        wgmma_wait1();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, 128.f);
+        issue_index_pass(acc1, desc_q, desc_k, 3);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, 128.f);
+        wgmma_wait0();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, 128.f);
+    }
 }
 
 // ---------------------------------------------------------------- 2. keyed top-k
@@ -983,6 +1116,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         };
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
+        set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
@@ -1028,7 +1162,9 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.opt.wgmma)
+            if (p.opt.wgmma && p.opt.idx_smem_q)
+                pf_index_ss_kernel<<<w.item1 - w.item0, 128, kIdxSsSmem, stream>>>(ip);
+            else if (p.opt.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
             else
                 pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);

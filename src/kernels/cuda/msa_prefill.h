@@ -34,6 +34,9 @@ struct MsaPrefillOptions {
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
+    // wgmma indexer: the query tile converted to FP16 once per item and read from shared memory, two passes in
+    // flight (2 CTAs per SM); false: each pass's query rows loaded into registers (A fragments) per block (4 per SM)
+    bool idx_smem_q = true;
 };
 
 struct MsaPrefillPlan {
