@@ -13,7 +13,7 @@
 #   dsweep     decode plan options (bench/cuda/dsweep.sh: MSA_* switches of msa_decode_bench) on the latency, large
 #              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
 #   pmemcheck|pracecheck  compute-sanitizer on the small prefill cases;  memcheck|racecheck  on the decode test
-#   sass|ncu   SASS statistics / Nsight Compute of decode;  ncusrc  full set + per-SASS-line stalls, 8 queries;  pncu  Nsight Compute of the prefill kernels (8K on 32K)
+#   sass|ncu   SASS statistics / Nsight Compute of decode;  ncusrc  full set + per-SASS-line stalls, 8 queries;  pncu  Nsight Compute of the prefill kernels (PNCU_CASE, default 8K on 32K)
 #   pncusrc    full set + per-SASS-line stalls of one prefill kernel (PNCU_KERNEL regex, default pf_attn; PNCU_CASE
 #              "chunk total", default "8192 40960": 8K on 32K)
 # default: ptest,pbench,pbench2,torch,test,pmemcheck,pracecheck,pncu,pncu2,quick. Every step has its own time limit and a global
@@ -116,7 +116,7 @@ for step in ${STEPS//,/ }; do
     pncu)
       timeout $(lim 150) ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section ComputeWorkloadAnalysis --section WarpStateStats -k regex:"pf_" -c 12 \
-        "$BIN/msa_prefill_bench" case 8192 40960 > "$R/pncu.txt" 2>&1
+        "$BIN/msa_prefill_bench" case ${PNCU_CASE:-8192 40960} > "$R/pncu.txt" 2>&1
       grep -E "pf_|Duration|DRAM Throughput|Compute \(SM\) Th|Achieved Occ|Issued Ipc" "$R/pncu.txt" | head -60;;
     memcheck|racecheck)
       timeout $(lim 60) $CS --tool $step "$BIN/msa_decode_test" --small > "$R/$step.log" 2>&1

@@ -384,21 +384,28 @@ constexpr unsigned kQTileLead = 4096;  // bytes between the two core matrices of
 // (row, g) writes chunks 4g..4g+3 of a row, i.e. dims 32p + 8g + 0..7 of the four 32-dim pieces p.
 __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
                                                 int tid) {
-#pragma unroll 2
-    for (int k = 0; k < kIdxWgRows * 4 / 128; ++k) {
+    constexpr int kTasks = kIdxWgRows * 4 / 128;
+    uint2 x[kTasks][4];  // every load issued before the first conversion (once per item: latency, not bandwidth)
+#pragma unroll
+    for (int k = 0; k < kTasks; ++k) {
         const int u = tid + 128 * k, row = u >> 2, g = u & 3;
-        uint2 x[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q)
-            x[q] = row < nrows ? *reinterpret_cast<const uint2*>(iq + static_cast<std::size_t>(row0 + row) * kHeadDim +
-                                                                 32 * q + 8 * g)
-                               : make_uint2(0u, 0u);
+            x[k][q] = row < nrows ? *reinterpret_cast<const uint2*>(
+                                        iq + static_cast<std::size_t>(row0 + row) * kHeadDim + 32 * q + 8 * g)
+                                  : make_uint2(0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kTasks; ++k) {
+        const int u = tid + 128 * k, row = u >> 2, g = u & 3;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // chunk 4g + i, word q: dims (32q + 8g + i, + 4)
             const std::uint32_t sel = i | ((4 + i) << 4);
-            const uint4 w = make_uint4(e4m3x2_to_h2(prmt(x[0].x, x[0].y, sel)), e4m3x2_to_h2(prmt(x[1].x, x[1].y, sel)),
-                                       e4m3x2_to_h2(prmt(x[2].x, x[2].y, sel)), e4m3x2_to_h2(prmt(x[3].x, x[3].y, sel)));
-            *reinterpret_cast<uint4*>(qt + (4 * g + i) * kQTileLead + (row >> 3) * 128 + (row & 7) * 16) = w;
+            std::uint32_t w[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) w[q] = e4m3x2_to_h2(prmt(x[k][q].x, x[k][q].y, sel));
+            *reinterpret_cast<uint4*>(qt + (4 * g + i) * kQTileLead + (row >> 3) * 128 + (row & 7) * 16) =
+                make_uint4(w[0], w[1], w[2], w[3]);
         }
     }
 }
@@ -444,15 +451,20 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     unsigned char* tile = smem + kIdxQTileBytes;
     const IdxItemHeader item(p);
     const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    // the item's (at most 32) page ids, lane i holding block b0 + i's: no page-table load in the block loop
+    const int lane_page = b0 + lane < b1 ? item.pt[b0 + lane] : 0;
+    auto record = [&](int b) {
+        return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
+    };
     RawIdxPiece raw;
-    raw.load(item.record(p, b0), tid);
+    raw.load(record(b0), tid);
     load_query_tile(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     const int wrow = 16 * warp;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
         raw.dequant_scaled(tile, tid);
-        if (b + 1 < b1) raw.load(item.record(p, b + 1), tid);
+        if (b + 1 < b1) raw.load(record(b + 1), tid);
         fence_proxy_async_smem();
         __syncthreads();
         // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
@@ -999,7 +1011,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const int G = nkv > 0 ? geo.num_q_heads / nkv : 0;
     if (seqs.empty() || nkv < 1 || 128 % nkv != 0 || geo.num_q_heads % nkv != 0 || G < 1 || G > 16 ||
         geo.num_q_heads > kMaxHeads || geo.topk < 1 || geo.topk > 16 || max_blocks < 1 || max_blocks > 8192 ||
-        opt.idx_blocks_per_item < 1)
+        opt.idx_blocks_per_item < 1 || opt.idx_blocks_per_item > 32)
         throw std::invalid_argument("msa::cuda::make_prefill_plan: unsupported geometry");
     MsaPrefillPlan p;
     p.geo = geo;

@@ -30,7 +30,7 @@ struct MsaPrefillSeq {
 struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
-    int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile
+    int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile (1..32)
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
@@ -65,7 +65,7 @@ struct MsaPrefillPlan {
 };
 
 // Throws std::invalid_argument on unsupported shapes (num_kv_heads must divide 128, GQA ratio 1..16, topk 1..16,
-// 1 <= q_len <= kv_len, kv_len <= 128 * max_blocks, max_blocks <= 8192).
+// 1 <= q_len <= kv_len, kv_len <= 128 * max_blocks, max_blocks <= 8192, idx_blocks_per_item 1..32).
 MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPrefillSeq> seqs, int max_blocks,
                                  const MsaPrefillOptions& opt = {});
 // Uploads the plan's metadata into the workspace and zeroes its counters (once, outside capture; every call leaves
