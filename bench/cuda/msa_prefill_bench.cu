@@ -7,8 +7,7 @@
 // Usage: msa_cuda_prefill_bench [set | case q_len kv_len]; MSA_PF_WGMMA=0 runs the mma.sync kernels instead of the
 // wgmma ones (default 1); MSA_PF_QPW=1|2 picks the gathered queries per attention
 // warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX_SMEM_Q=0 runs the
-// register-A wgmma indexer (MsaPrefillOptions::idx_smem_q); MSA_PF_ATTN_PIPE=0 the wgmma attention without its
-// query pipeline (MsaPrefillOptions::attn_pipelined).
+// register-A wgmma indexer (MsaPrefillOptions::idx_smem_q).
 #include "kernels/cuda/msa_prefill.h"
 
 #include <algorithm>
@@ -122,7 +121,6 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* qpw = std::getenv("MSA_PF_QPW")) opt.attn_queries_per_warp = std::atoi(qpw);
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
     if (const char* ss = std::getenv("MSA_PF_IDX_SMEM_Q")) opt.idx_smem_q = std::atoi(ss) != 0;
-    if (const char* ap = std::getenv("MSA_PF_ATTN_PIPE")) opt.attn_pipelined = std::atoi(ap) != 0;
     MsaPrefillPlan plan = make_prefill_plan(geo, {&seq, 1}, max_blocks, opt);
     const double plan_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_plan0).count();

@@ -160,12 +160,11 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     small_window_mma.wgmma = false;
     MsaPrefillOptions reg_q = small_window;
     reg_q.idx_smem_q = false;
-    reg_q.attn_pipelined = false;
     MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
     const Variant variants[] = {{"auto (wgmma)", {}},
                                 {"window 200, 3 blocks/item", small_window},
-                                {"wgmma, register-A indexer, attention unpipelined, window 200, 3 blocks/item", reg_q},
+                                {"wgmma, queries in registers, window 200, 3 blocks/item", reg_q},
                                 {"mma.sync", mma},
                                 {"mma.sync, window 200, 3 blocks/item", small_window_mma},
                                 {"mma.sync, 2 queries per warp", pair}};

@@ -846,13 +846,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 // tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
 // shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
 // zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
-//
-// kPipe (default, MsaPrefillOptions::attn_pipelined): software-pipelined over the queries: query k + 1's S = Q K^T is
-// issued before query k's P V has completed, so the tensor cores work on S(k + 1) while query k's partial outputs
-// are scaled and stored and while the next softmax starts (wait_group 1 instead of a full wait). Two accumulator sets
-// and two A-fragment sets are live: about 230 registers, 2 CTAs per SM (3 without kPipe).
-template <bool kPipe>
-__global__ void __launch_bounds__(128, kPipe ? 2 : 3) pf_attn_wg_kernel(const PfAttn p) {
+__global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
     unsigned char* vt = smem + kTileBytes;
@@ -894,13 +888,6 @@ __global__ void __launch_bounds__(128, kPipe ? 2 : 3) pf_attn_wg_kernel(const Pf
         };
         uint4 qx[2][2];
         query_rows(0, qx);
-        std::uint32_t qa[8][4];
-        float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-        if constexpr (kPipe) {  // S of the chunk's first query in flight before the loop
-            a_perm_from_raw(qx, qa);
-            if (1 < n_iter) query_rows(1, qx);
-            wgmma_issue_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
-        }
         for (int k = 0; k < n_iter; ++k) {
             const int e = begin + warp + 4 * k;
             const bool live = e < end;
@@ -913,29 +900,15 @@ __global__ void __launch_bounds__(128, kPipe ? 2 : 3) pf_attn_wg_kernel(const Pf
             const int code = __shfl_sync(0xffffffffu, my_code, k);
             const int pos = __shfl_sync(0xffffffffu, my_pos, k);
             const int tl = code >> 4, slot = code & 15;
+            std::uint32_t qa[8][4];
+            a_perm_from_raw(qx, qa);
+            if (k + 1 < n_iter) query_rows(k + 1, qx);
+            float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
+            wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
             QueryProbs qp;
+            block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            if constexpr (kPipe) {
-                wgmma_wait0();  // S(k) (and P V of query k - 1, waited for before its stores)
-                wgmma_fence_regs(s);
-                block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);
-                wgmma_issue_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
-                if (k + 1 < n_iter) {  // S(k + 1) behind P V(k); qa and s are free (S(k) is complete)
-                    a_perm_from_raw(qx, qa);
-                    if (k + 2 < n_iter) query_rows(k + 2, qx);
-                    wgmma_issue_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
-                    wgmma_wait1();  // P V(k) complete, S(k + 1) may still run
-                } else {
-                    wgmma_wait0();
-                }
-                wgmma_fence_regs(o);
-            } else {
-                a_perm_from_raw(qx, qa);
-                if (k + 1 < n_iter) query_rows(k + 1, qx);
-                wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
-                block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
-                wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
-            }
+            wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
             if (!live) continue;
             // o[4q + i][e] (row r; [2 + e]: row r + 8) is dim 32q + 8c + 2i + e (dequant_page_vt): four 16-byte
             // streaming stores per row (the partials are read once, by the combine).
@@ -958,10 +931,6 @@ __global__ void __launch_bounds__(128, kPipe ? 2 : 3) pf_attn_wg_kernel(const Pf
                 if (r < p.G) p.part_lse[unit * 16 + r] = qp.lse[0];
                 if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = qp.lse[1];
             }
-        }
-        if constexpr (kPipe) {  // nothing is in flight here (n_iter >= 1); tells the compiler so on every path
-            wgmma_wait0();
-            wgmma_fence_regs(s);
         }
     }
 }
@@ -1148,8 +1117,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    const void* attn = opt.wgmma         ? (opt.attn_pipelined ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
-                                                               : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>))
+    const void* attn = opt.wgmma         ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
                        : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
                                          : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
@@ -1163,8 +1131,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<true>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
@@ -1223,10 +1190,8 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
         const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
                         w.t0};
-        if (p.opt.wgmma && p.opt.attn_pipelined)
-            pf_attn_wg_kernel<true><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        else if (p.opt.wgmma)
-            pf_attn_wg_kernel<false><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        if (p.opt.wgmma)
+            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)
             pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else

@@ -37,9 +37,6 @@ struct MsaPrefillOptions {
     // wgmma indexer: the query tile converted to FP16 once per item and read from shared memory, two passes in
     // flight (2 CTAs per SM); false: each pass's query rows loaded into registers (A fragments) per block (4 per SM)
     bool idx_smem_q = true;
-    // wgmma attention: query k + 1's S = Q K^T issued before query k's P V completes (2 CTAs per SM); false: each
-    // query's two products issued and waited for in turn (3 CTAs per SM)
-    bool attn_pipelined = true;
 };
 
 struct MsaPrefillPlan {
