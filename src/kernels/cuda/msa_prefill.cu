@@ -370,24 +370,21 @@ __global__ void __launch_bounds__(128, 4) pf_index_wg_kernel(const PfIdx p) {
 }
 
 // The indexer with the query tile in shared memory (default; MsaPrefillOptions::idx_smem_q): both wgmma operands
-// come from shared memory. The CTA converts its up to 192 E4M3 query rows to FP16 once per item (48 KB, core
-// matrices (row octet o, chunk j) at j * 3072 + o * 128), instead of loading and converting each pass's rows for
-// every block (21% of the register-A kernel's instructions and all of its L2 reads). Without A fragments the
-// registers hold two accumulator sets and the next block's raw record:
-// - two of a block's three M = 64 passes are in flight while the other's row maxima are taken;
-// - the next block is dequantised into the second B tile while this block's passes run, so the dequantisation
-//   (a quarter of the instructions) overlaps this CTA's own MMAs; one barrier per block.
-// Index keys are dequantised times 2^-7 (one multiply: dequant_words) and the maxima scaled back by 2^7 (exact).
-// 112 KB of shared memory: 2 CTAs per SM.
-constexpr int kIdxSsRows = 192;
-constexpr unsigned kQTileLead = kIdxSsRows / 8 * 128;  // bytes between the core matrices of one octet along K
-constexpr std::size_t kIdxQTileBytes = std::size_t{kIdxSsRows} * kHeadDim * 2;
-constexpr std::size_t kIdxSsSmem = kIdxQTileBytes + 2 * kTileBytes;
+// come from shared memory. The CTA converts its up to 256 E4M3 query rows to FP16 once per item (64 KB, core
+// matrices like WgTile's: (row octet o, chunk j) at j * 4096 + o * 128), instead of loading and converting each pass's
+// rows for every block (which was 21% of the register-A kernel's instructions and all of its L2 reads). Without A
+// fragments the registers hold two accumulator sets, so the next pass's MMAs run while this pass's row maxima are
+// taken. Each block's raw record is loaded into registers one block ahead and dequantised (values * 2^-7, one
+// multiply: dequant_words) into the single B tile; the maxima are scaled back by 2^7 (exact). 96 KB of shared memory:
+// 2 CTAs per SM.
+constexpr std::size_t kIdxQTileBytes = std::size_t{kIdxWgRows} * kHeadDim * 2;
+constexpr std::size_t kIdxSsSmem = kIdxQTileBytes + kTileBytes;
+constexpr unsigned kQTileLead = 4096;  // bytes between the two core matrices of a k16 step (along K)
 // Query rows [row0, row0 + nrows) (E4M3) -> the FP16 query tile, permuted dim order; rows >= nrows are zero. Task
 // (row, g) writes chunks 4g..4g+3 of a row, i.e. dims 32p + 8g + 0..7 of the four 32-dim pieces p.
 __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
                                                 int tid) {
-    constexpr int kTasks = kIdxSsRows * 4 / 128;
+    constexpr int kTasks = kIdxWgRows * 4 / 128;
     uint2 x[kTasks][4];  // every load issued before the first conversion (once per item: latency, not bandwidth)
 #pragma unroll
     for (int k = 0; k < kTasks; ++k) {
@@ -435,7 +432,7 @@ struct RawIdxPiece {
         }
     }
 };
-// Pass mt (query rows 64 mt .. + 63) against a B tile: eight k16 steps, committed as one group, not waited for.
+// Pass mt (query rows 64 mt .. + 63) against the B tile: eight k16 steps, committed as one group, not waited for.
 __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
                                                  int mt) {
     wgmma_fence_regs(acc);
@@ -451,7 +448,7 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     unsigned char* qt = smem;
-    unsigned char* tiles = smem + kIdxQTileBytes;  // two B tiles: block b in tile (b - b0) & 1
+    unsigned char* tile = smem + kIdxQTileBytes;
     const IdxItemHeader item(p);
     const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
     // the item's (at most 32) page ids, lane i holding block b0 + i's: no page-table load in the block loop
@@ -462,22 +459,18 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     RawIdxPiece raw;
     raw.load(record(b0), tid);
     load_query_tile(p.iq, row0, nrows, qt, tid);
-    raw.dequant_scaled(tiles, tid);
-    if (b0 + 1 < b1) raw.load(record(b0 + 1), tid);
-    fence_proxy_async_smem();
-    __syncthreads();
-    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128);
-    const std::uint64_t desc_t0 = wg_desc_noswizzle(tiles, kWgLead, kWgStride);  // + kTileBytes >> 4: the second
+    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     const int wrow = 16 * warp;
-    for (int b = b0, i = 0; b < b1; ++b, ++i) {
-        const std::uint64_t desc_k = desc_t0 + (i & 1) * (kTileBytes >> 4);
+    for (int b = b0; b < b1; ++b) {
+        if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
+        raw.dequant_scaled(tile, tid);
+        if (b + 1 < b1) raw.load(record(b + 1), tid);
+        fence_proxy_async_smem();
+        __syncthreads();
+        // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
         float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
         issue_index_pass(acc0, desc_q, desc_k, 0);
         issue_index_pass(acc1, desc_q, desc_k, 1);
-        if (b + 1 < b1) {  // the next block into the other tile (its last reader, block b - 1, is complete)
-            raw.dequant_scaled(tiles + ((i + 1) & 1) * kTileBytes, tid);
-            if (b + 2 < b1) raw.load(record(b + 2), tid);
-        }
         wgmma_wait1();
         wgmma_fence_regs(acc0);
         store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, 128.f);
@@ -485,11 +478,13 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
         wgmma_wait1();
         wgmma_fence_regs(acc1);
         store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, 128.f);
-        wgmma_wait0();
+        issue_index_pass(acc1, desc_q, desc_k, 3);
+        wgmma_wait1();
         wgmma_fence_regs(acc0);
         store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, 128.f);
-        fence_proxy_async_smem();
-        __syncthreads();  // the next tile is written, and every warp's MMAs on this one have completed
+        wgmma_wait0();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, 128.f);
     }
 }
 
@@ -1023,8 +1018,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.opt = opt;
     p.batch = static_cast<int>(seqs.size());
     p.max_blocks = max_blocks;
-    // index rows per indexer CTA: 192 (wgmma, queries in shared memory), 256 (wgmma, register A) or 128 (mma.sync)
-    p.tile_tokens = std::max(1, (!opt.wgmma ? 128 : opt.idx_smem_q ? kIdxSsRows : kIdxWgRows) / nkv);
+    p.tile_tokens = (opt.wgmma ? kIdxWgRows : 128) / nkv;  // index rows per indexer CTA: 256 (wgmma) or 128
     long long T = 0, TB = 0;
     for (const MsaPrefillSeq& s : seqs) {
         if (s.q_len < 1 || s.kv_len < s.q_len || s.kv_len > 128LL * max_blocks)

@@ -34,9 +34,8 @@ struct MsaPrefillOptions {
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
-    // wgmma indexer: the query tile (192 rows) converted to FP16 once per item and read from shared memory, two
-    // passes in flight, the next block dequantised under the MMAs (2 CTAs per SM); false: 256-row tiles, each
-    // pass's query rows loaded into registers (A fragments) per block (4 CTAs per SM)
+    // wgmma indexer: the query tile converted to FP16 once per item and read from shared memory, two passes in
+    // flight (2 CTAs per SM); false: each pass's query rows loaded into registers (A fragments) per block (4 per SM)
     bool idx_smem_q = true;
 };
 
@@ -44,7 +43,7 @@ struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;    // tokens of one indexer tile: 192, 256 or 128 index rows (see make_prefill_plan) / nkv
+    int tile_tokens = 0;    // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
