@@ -27,6 +27,15 @@ struct MsaPrefillSeq {
     int kv_len = 0;  // sequence length including them (>= q_len)
 };
 
+// The wgmma indexer kernels (docs/cuda-notes.md section 19).
+enum class MsaIdxKernel {
+    smem_q,      // 256-row query tile converted to FP16 once per item in shared memory, A and B from shared memory,
+                 // two M = 64 passes in flight (2 CTAs per SM)
+    resident_q,  // 3 warpgroups of 64 rows, each keeping its A fragments in registers for the whole item; two B
+                 // tiles, the next block dequantised under the MMAs (1 CTA of 384 threads per SM)
+    pass_q,      // 256-row tiles, each pass's query rows loaded from L2 into registers for every block (4 CTAs per SM)
+};
+
 struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
@@ -34,16 +43,15 @@ struct MsaPrefillOptions {
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
-    // wgmma indexer: the query tile converted to FP16 once per item and read from shared memory, two passes in
-    // flight (2 CTAs per SM); false: each pass's query rows loaded into registers (A fragments) per block (4 per SM)
-    bool idx_smem_q = true;
+    // which wgmma indexer kernel (MsaIdxKernel)
+    MsaIdxKernel idx_kernel = MsaIdxKernel::smem_q;
 };
 
 struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;    // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
+    int tile_tokens = 0;    // tokens of one indexer tile: 256, 192 (resident_q) or 128 (mma.sync) index rows / nkv
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
