@@ -6,7 +6,7 @@
 // the 60 MiB L2); planning and input construction excluded. Prints one JSON object.
 // Usage: msa_cuda_prefill_bench [set | case q_len kv_len]; MSA_PF_WGMMA=0 runs the mma.sync kernels instead of the
 // wgmma ones (default 1); MSA_PF_QPW=1|2 picks the gathered queries per attention
-// warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX=smem|resident|pass picks the
+// warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX=smem|pass picks the
 // wgmma indexer kernel (MsaPrefillOptions::idx_kernel; default smem); MSA_PF_IDX_BLOCKS=n sets
 // MsaPrefillOptions::idx_blocks_per_item.
 #include "kernels/cuda/msa_prefill.h"
@@ -125,9 +125,7 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {
         const std::string v = ik;
-        opt.idx_kernel = v == "pass" ? msa::cuda::MsaIdxKernel::pass_q
-                         : v == "resident" ? msa::cuda::MsaIdxKernel::resident_q
-                                           : msa::cuda::MsaIdxKernel::smem_q;
+        opt.idx_kernel = v == "pass" ? msa::cuda::MsaIdxKernel::pass_q : msa::cuda::MsaIdxKernel::smem_q;
     }
     MsaPrefillPlan plan = make_prefill_plan(geo, {&seq, 1}, max_blocks, opt);
     const double plan_ms =

@@ -7,7 +7,6 @@
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
 #              (MSA_PF_WGMMA=0);  pbreg  the same with the per-pass register-A wgmma indexer (MSA_PF_IDX=pass);
-#              pbres  the same with the resident register-A indexer (MSA_PF_IDX=resident);
 #              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
@@ -68,9 +67,6 @@ for step in ${STEPS//,/ }; do
     pbreg)
       MSA_PF_IDX=pass timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_reg.json" 2>> "$R/pbench_reg.err"
       echo "pbreg rc=$?" >> "$R/pbench_reg.err"; tail -2 "$R/pbench_reg.err";;
-    pbres)
-      MSA_PF_IDX=resident timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_res.json" 2>> "$R/pbench_res.err"
-      echo "pbres rc=$?" >> "$R/pbench_res.err"; tail -2 "$R/pbench_res.err";;
     pbench2)
       MSA_PF_WGMMA=0 MSA_PF_QPW=2 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench2.json" 2>> "$R/pbench2.err"
       echo "pbench2 rc=$?" >> "$R/pbench2.err"; tail -2 "$R/pbench2.err";;
@@ -148,7 +144,7 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  for alt in mma:"the mma.sync kernels" reg:"the per-pass register-A wgmma indexer" res:"the resident register-A indexer"; do
+  for alt in mma:"the mma.sync kernels" reg:"the per-pass register-A wgmma indexer"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys
 try:

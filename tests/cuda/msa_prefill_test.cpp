@@ -160,14 +160,11 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     small_window_mma.wgmma = false;
     MsaPrefillOptions reg_q = small_window;
     reg_q.idx_kernel = MsaIdxKernel::pass_q;
-    MsaPrefillOptions resident_q;
-    resident_q.idx_kernel = MsaIdxKernel::resident_q;
     MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
     const Variant variants[] = {{"auto (wgmma)", {}},
                                 {"window 200, 3 blocks/item", small_window},
                                 {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
-                                {"wgmma, resident query registers", resident_q},
                                 {"mma.sync", mma},
                                 {"mma.sync, window 200, 3 blocks/item", small_window_mma},
                                 {"mma.sync, 2 queries per warp", pair}};

@@ -160,21 +160,14 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16_ss(float (&d)[16][4], std::
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate)
                  : "memory");
 }
-// D = A B over K = 128 (eight k16 steps: A fragments a[ks], B at desc advanced by step_bytes per step), issued as one
-// committed group and not waited for: D and a stay untouched until a wait_group covers the group. D is overwritten.
-__device__ __forceinline__ void wgmma_issue_m64n128k128_f16(float (&d)[16][4], const std::uint32_t (&a)[8][4],
-                                                            std::uint64_t desc, unsigned step_bytes) {
-    wgmma_fence_regs(d);
+// D = A B over K = 128 (eight k16 steps: A fragments a[ks], B at desc advanced by step_bytes per step), issued and
+// waited for; D is overwritten.
+__device__ __forceinline__ void wgmma_m64n128k128_f16(float (&d)[16][4], const std::uint32_t (&a)[8][4],
+                                                      std::uint64_t desc, unsigned step_bytes) {
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(d, a[ks], desc + ks * (step_bytes >> 4), ks > 0);
     wgmma_commit();
-    wgmma_fence_regs(d);
-}
-// The same, issued and waited for.
-__device__ __forceinline__ void wgmma_m64n128k128_f16(float (&d)[16][4], const std::uint32_t (&a)[8][4],
-                                                      std::uint64_t desc, unsigned step_bytes) {
-    wgmma_issue_m64n128k128_f16(d, a, desc, step_bytes);
     wgmma_wait0();
     wgmma_fence_regs(d);
 }

@@ -409,32 +409,22 @@ __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0
         }
     }
 }
-// This thread's part of a raw index-key record: the (row, 32-dim chunk) pieces u = 4 row + chunk of dequant_page's
-// split, u = tid + 128 k with 128 threads; with 384 (the resident-query kernel) pieces 384..511 go to the third
-// warpgroup, whose MMAs the tensor pipe runs last.
-template <int kThreads>
+// This thread's part of a raw index-key record (the (row, 32-dim chunk) pieces of dequant_page's split).
 struct RawIdxPiece {
-    static constexpr int kPieces = (512 + kThreads - 1) / kThreads;
-    uint4 v[kPieces];
-    unsigned short sc[kPieces];
-    __device__ static int piece(int tid, int k) {
-        return kThreads == 128 ? tid + 128 * k : k == 0 ? tid : tid + 128;  // 384 threads: 256..383 also take 384..511
-    }
-    __device__ static bool has(int tid, int k) { return k == 0 || kThreads == 128 || tid >= 256; }
+    uint4 v[4];
+    unsigned short sc[4];
     __device__ void load(const unsigned char* rec, int tid) {
 #pragma unroll
-        for (int k = 0; k < kPieces; ++k) {
-            if (!has(tid, k)) continue;
-            const int u = piece(tid, k), row = u >> 2, ch = u & 3;
+        for (int k = 0; k < 4; ++k) {
+            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
             v[k] = *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch));
             sc[k] = *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch));
         }
     }
     __device__ void dequant_scaled(unsigned char* tile, int tid) const {
 #pragma unroll
-        for (int k = 0; k < kPieces; ++k) {
-            if (!has(tid, k)) continue;
-            const int u = piece(tid, k), row = u >> 2, ch = u & 3;
+        for (int k = 0; k < 4; ++k) {
+            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
             std::uint32_t o[16];
             dequant_words<true>(v[k], sc[k], o);
 #pragma unroll
@@ -442,7 +432,6 @@ struct RawIdxPiece {
         }
     }
 };
-static_assert(3 * 128 + 128 == 512, "RawIdxPiece<384>: the third warpgroup's second pieces are 384..511");
 // Pass mt (query rows 64 mt .. + 63) against the B tile: eight k16 steps, committed as one group, not waited for.
 __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
                                                  int mt) {
@@ -467,7 +456,7 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     auto record = [&](int b) {
         return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
     };
-    RawIdxPiece<128> raw;
+    RawIdxPiece raw;
     raw.load(record(b0), tid);
     load_query_tile(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
@@ -496,48 +485,6 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
         wgmma_wait0();
         wgmma_fence_regs(acc1);
         store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, 128.f);
-    }
-}
-
-// The indexer with resident query registers (MsaIdxKernel::resident_q): 3 warpgroups of 64 index rows (192 per
-// item), each warp loading its 16 rows' A fragments once per item and keeping them; the B operand (the only one
-// read from shared memory: a third less shared-memory traffic per MMA than smem_q, whose pipe it bounded) is one of
-// two tiles, the next block being dequantised (values * 2^-7, dequant_words) while this block's MMAs run. Each
-// warpgroup takes its row maxima while the others' MMAs run; one barrier per block. 64 KB of shared memory, one CTA
-// of 384 threads per SM (registers).
-constexpr int kIdxResRows = 192;
-__global__ void __launch_bounds__(384, 1) pf_index_res_kernel(const PfIdx p) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const IdxItemHeader item(p);
-    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
-    const int lane_page = b0 + lane < b1 ? item.pt[b0 + lane] : 0;  // as in pf_index_ss_kernel
-    auto record = [&](int b) {
-        return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
-    };
-    RawIdxPiece<384> raw;
-    raw.load(record(b0), tid);
-    const int wrow = 64 * wg + 16 * warp, ra = wrow + r, rb = ra + 8;
-    std::uint32_t qa[8][4];
-    load_a_perm(ra < nrows ? p.iq + static_cast<std::size_t>(row0 + ra) * kHeadDim : nullptr,
-                rb < nrows ? p.iq + static_cast<std::size_t>(row0 + rb) * kHeadDim : nullptr, c, qa);
-    raw.dequant_scaled(smem, tid);
-    if (b0 + 1 < b1) raw.load(record(b0 + 1), tid);
-    fence_proxy_async_smem();
-    __syncthreads();
-    const std::uint64_t desc_t0 = wg_desc_noswizzle(smem, kWgLead, kWgStride);  // + kTileBytes >> 4: the second tile
-    for (int b = b0, i = 0; b < b1; ++b, ++i) {
-        float acc[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-        wgmma_issue_m64n128k128_f16(acc, qa, desc_t0 + (i & 1) * (kTileBytes >> 4), kWgStepBytes);
-        if (b + 1 < b1) {  // the next block into the other tile (its last reader, block b - 1, is complete)
-            raw.dequant_scaled(smem + ((i + 1) & 1) * kTileBytes, tid);
-            if (b + 2 < b1) raw.load(record(b + 2), tid);
-        }
-        wgmma_wait0();
-        wgmma_fence_regs(acc);
-        store_pass_maxima(p, acc, wrow, nrows, row0, b, lane, 128.f);
-        fence_proxy_async_smem();
-        __syncthreads();  // the next tile is written, and every warpgroup's MMAs on this one have completed
     }
 }
 
@@ -1071,9 +1018,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.opt = opt;
     p.batch = static_cast<int>(seqs.size());
     p.max_blocks = max_blocks;
-    // index rows per indexer CTA: 256 (wgmma), 192 (its resident-query kernel) or 128 (mma.sync)
-    p.tile_tokens =
-        std::max(1, (!opt.wgmma ? 128 : opt.idx_kernel == MsaIdxKernel::resident_q ? kIdxResRows : kIdxWgRows) / nkv);
+    p.tile_tokens = (opt.wgmma ? kIdxWgRows : 128) / nkv;  // index rows per indexer CTA: 256 (wgmma) or 128
     long long T = 0, TB = 0;
     for (const MsaPrefillSeq& s : seqs) {
         if (s.q_len < 1 || s.kv_len < s.q_len || s.kv_len > 128LL * max_blocks)
@@ -1184,7 +1129,6 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
-        set_smem(reinterpret_cast<const void*>(pf_index_res_kernel), 2 * kTileBytes);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
@@ -1232,8 +1176,6 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
             if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
                 pf_index_ss_kernel<<<w.item1 - w.item0, 128, kIdxSsSmem, stream>>>(ip);
-            else if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::resident_q)
-                pf_index_res_kernel<<<w.item1 - w.item0, 384, 2 * kTileBytes, stream>>>(ip);
             else if (p.opt.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
             else

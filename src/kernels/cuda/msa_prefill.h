@@ -31,8 +31,6 @@ struct MsaPrefillSeq {
 enum class MsaIdxKernel {
     smem_q,      // 256-row query tile converted to FP16 once per item in shared memory, A and B from shared memory,
                  // two M = 64 passes in flight (2 CTAs per SM)
-    resident_q,  // 3 warpgroups of 64 rows, each keeping its A fragments in registers for the whole item; two B
-                 // tiles, the next block dequantised under the MMAs (1 CTA of 384 threads per SM)
     pass_q,      // 256-row tiles, each pass's query rows loaded from L2 into registers for every block (4 CTAs per SM)
 };
 
@@ -51,7 +49,7 @@ struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;    // tokens of one indexer tile: 256, 192 (resident_q) or 128 (mma.sync) index rows / nkv
+    int tile_tokens = 0;    // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
