@@ -968,28 +968,34 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
         for (int sl = 0; sl < 16; ++sl) s_w[qh][sl] = v[sl] * inv;
     }
     __syncthreads();
-    // Two heads per pass, two dims per thread; the <= 16 partial loads of a head are all issued before the sums.
-    // Slots without a pick hold stale workspace bytes (maybe NaN): their products are discarded, never added.
-    const int d2 = (tid & 63) * 2;
-    for (int qh = tid >> 6; qh < p.nq; qh += 2) {
+    // Eight heads per pass, eight dims (one 16-byte load per slot) per thread; the <= 16 partial loads of a head are
+    // all issued before the sums. Slots without a pick hold stale workspace bytes (maybe NaN): their products are
+    // discarded, never added.
+    const int d8 = (tid & 15) * 8;
+    for (int qh = tid >> 4; qh < p.nq; qh += 8) {
         const int g = qh / p.G, hh = qh - g * p.G;
-        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d2;
-        __half2 v[16];
+        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d8;
+        uint4 v[16];
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl)
-            v[sl] = sl < p.topk
-                        ? __ldcs(reinterpret_cast<const __half2*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
-                        : __floats2half2_rn(0.f, 0.f);
-        float a0 = 0.f, a1 = 0.f;
+            v[sl] = sl < p.topk ? __ldcs(reinterpret_cast<const uint4*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
+                                : make_uint4(0u, 0u, 0u, 0u);
+        float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl) {
             const float wgt = s_w[qh][sl];
-            const float2 f = __half22float2(v[sl]);
-            a0 += wgt != 0.f ? wgt * f.x : 0.f;
-            a1 += wgt != 0.f ? wgt * f.y : 0.f;
+            if (wgt == 0.f) continue;
+            const std::uint32_t w[4] = {v[sl].x, v[sl].y, v[sl].z, v[sl].w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+                a[2 * i] += wgt * f.x;
+                a[2 * i + 1] += wgt * f.y;
+            }
         }
-        *reinterpret_cast<float2*>(p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d2) =
-            make_float2(a0, a1);
+        float4* dst = reinterpret_cast<float4*>(p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d8);
+        dst[0] = make_float4(a[0], a[1], a[2], a[3]);
+        dst[1] = make_float4(a[4], a[5], a[6], a[7]);
     }
 }
 
