@@ -92,18 +92,6 @@ __device__ __forceinline__ int rec_values_off(int row, int ch) {
 __device__ __forceinline__ int rec_scales_off(int row, int ch) {
     return kBlock * 64 + row * 8 + 2 * ch;
 }
-// One row's 32-dim chunk ch (0..3) of a record (global or shared memory) -> the row's exact words of the permuted
-// FP16 tile (dequant_words). Rows >= valid are zero (stale cache bytes never reach the MMAs).
-__device__ __forceinline__ void dequant_row_chunk(const unsigned char* rec, int row, int ch, int valid,
-                                                  std::uint32_t (&o)[16]) {
-    if (row < valid) {
-        dequant_words<false>(*reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)),
-                             *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch)), o);
-    } else {
-#pragma unroll
-        for (int j = 0; j < 16; ++j) o[j] = 0u;
-    }
-}
 // Tile layouts: byte offset of 16-byte chunk j (8 permuted dims) of row (key) `row`.
 // - mma.sync tiles (ldmatrix operands): rows of 256 bytes, chunks XOR-swizzled by the row (tile_off).
 // - wgmma tiles (shared-memory B operand, K-major, no swizzle): 8-row x 16-byte core matrices of 128 contiguous
@@ -116,19 +104,49 @@ struct WgTile {
     __device__ int operator()(int row, int j) const { return j * 2048 + (row >> 3) * 128 + (row & 7) * 16; }
 };
 constexpr unsigned kWgStepBytes = 4096, kWgLead = 2048, kWgStride = 128;
-// One record -> an FP16 [128][128] tile in the permuted dim order. 128 threads; every 4-byte store of a warp hits 8
-// rows x 16 B in distinct bank groups with either layout, so the stores are conflict free.
-template <class Layout>
-__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid,
-                                             Layout layout) {
+// One thread's four (row, 32-dim chunk) pieces of a record (global or shared memory), loaded apart from their
+// decoding so that a kernel can issue the loads early (all of them before the first use; a record's loads do not
+// wait behind the stores of another's decoding). Rows >= valid load as zeros, which decode to zero words (stale
+// cache bytes never reach the MMAs). Two splits over 128 threads, chunk ch = tid & 3:
+// - rows: piece k is row (tid + 128 k) >> 2 (dequant_page);
+// - key pairs: pieces 2m and 2m + 1 are rows 2 kp and 2 kp + 1 of key pair kp = (tid + 128 m) >> 2 (dequant_page_vt).
+struct RawPieces {
+    uint4 v[4];
+    unsigned short sc[4];
+    __device__ static int row_of(int tid, int k, bool pairs) {
+        return pairs ? 2 * ((tid + 128 * (k >> 1)) >> 2) + (k & 1) : (tid + 128 * k) >> 2;
+    }
+    __device__ void load(const unsigned char* rec, int valid, int tid, bool pairs) {
+        const int ch = tid & 3;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int row = row_of(tid, k, pairs);
+            v[k] = row < valid ? *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)) : make_uint4(0, 0, 0, 0);
+            sc[k] = row < valid ? *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch)) : 0;
+        }
+    }
+};
+// A record's pieces (row split) -> an FP16 [128][128] tile in the permuted dim order (kScaled: values * 2^-7, see
+// dequant_words). 128 threads; every 4-byte store of a warp hits 8 rows x 16 B in distinct bank groups with either
+// layout, so the stores are conflict free.
+template <bool kScaled = false, class Layout>
+__device__ __forceinline__ void dequant_pieces(const RawPieces& raw, unsigned char* tile, int tid, Layout layout) {
+    const int ch = tid & 3;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        const int row = RawPieces::row_of(tid, k, false);
         std::uint32_t o[16];
-        dequant_row_chunk(rec, row, ch, valid, o);
+        dequant_words<kScaled>(raw.v[k], raw.sc[k], o);
 #pragma unroll
         for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(tile + layout(row, j) + 4 * ch) = o[j];
     }
+}
+template <class Layout>
+__device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid,
+                                             Layout layout) {
+    RawPieces raw;
+    raw.load(rec, valid, tid, false);
+    dequant_pieces(raw, tile, tid, layout);
 }
 // V record -> the transposed wgmma tile of P V (B = V^T: N = output dims, K = keys): row n holds the 128 keys of
 // one dim (8-key core-matrix rows). Accumulator column 8 jj + 2 c + e of MMA lane c (jj = 4 q + i) is dim
@@ -139,13 +157,15 @@ __device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid
 __device__ __forceinline__ int vt_row_of_dim(int dim) {
     return 8 * (4 * (dim >> 5) + ((dim >> 1) & 3)) + 2 * ((dim >> 3) & 3) + (dim & 1);
 }
-__device__ __forceinline__ void dequant_page_vt(const unsigned char* rec, int valid, unsigned char* tile, int tid) {
+// A V record's pieces (key-pair split) -> the V^T tile.
+__device__ __forceinline__ void dequant_pieces_vt(const RawPieces& raw, unsigned char* tile, int tid) {
+    const int ch = tid & 3;
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const int u = tid + 128 * k, kp = u >> 2, ch = u & 3;
+    for (int m = 0; m < 2; ++m) {
+        const int kp = (tid + 128 * m) >> 2;
         std::uint32_t o0[16], o1[16];
-        dequant_row_chunk(rec, 2 * kp, ch, valid, o0);
-        dequant_row_chunk(rec, 2 * kp + 1, ch, valid, o1);
+        dequant_words<false>(raw.v[2 * m], raw.sc[2 * m], o0);
+        dequant_words<false>(raw.v[2 * m + 1], raw.sc[2 * m + 1], o1);
         unsigned char* base = tile + (kp >> 2) * 2048 + (kp & 3) * 4;
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -409,29 +429,6 @@ __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0
         }
     }
 }
-// This thread's part of a raw index-key record (the (row, 32-dim chunk) pieces of dequant_page's split).
-struct RawIdxPiece {
-    uint4 v[4];
-    unsigned short sc[4];
-    __device__ void load(const unsigned char* rec, int tid) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
-            v[k] = *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch));
-            sc[k] = *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch));
-        }
-    }
-    __device__ void dequant_scaled(unsigned char* tile, int tid) const {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
-            std::uint32_t o[16];
-            dequant_words<true>(v[k], sc[k], o);
-#pragma unroll
-            for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(tile + WgTile{}(row, j) + 4 * ch) = o[j];
-        }
-    }
-};
 // Pass mt (query rows 64 mt .. + 63) against the B tile: eight k16 steps, committed as one group, not waited for.
 __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
                                                  int mt) {
@@ -456,15 +453,15 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     auto record = [&](int b) {
         return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
     };
-    RawIdxPiece raw;
-    raw.load(record(b0), tid);
+    RawPieces raw;
+    raw.load(record(b0), kBlock, tid, false);
     load_query_tile(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     const int wrow = 16 * warp;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
-        raw.dequant_scaled(tile, tid);
-        if (b + 1 < b1) raw.load(record(b + 1), tid);
+        dequant_pieces<true>(raw, tile, tid, WgTile{});
+        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, false);
         fence_proxy_async_smem();
         __syncthreads();
         // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
@@ -747,8 +744,13 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
         const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
         __syncthreads();  // the previous chunk's tiles are no longer read
-        dequant_page(p.k_cache + rec, valid, kt, tid, SwizzledTile{});
-        dequant_page(p.v_cache + rec, valid, vt, tid, SwizzledTile{});
+        {  // both records' loads before either decoding
+            RawPieces rk, rv;
+            rk.load(p.k_cache + rec, valid, tid, false);
+            rv.load(p.v_cache + rec, valid, tid, false);
+            dequant_pieces(rk, kt, tid, SwizzledTile{});
+            dequant_pieces(rv, vt, tid, SwizzledTile{});
+        }
         // This warp's <= kQc / 4 entries of the chunk (iteration k, query q: lane k * QPW + q) and their positions,
         // loaded once: a query no longer starts with two dependent global round trips (entry, then position and Q).
         int my_code = 0, my_pos = 0;
@@ -864,8 +866,13 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
         const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
         const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
         __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
-        dequant_page(p.k_cache + rec, valid, kt, tid, WgTile{});
-        dequant_page_vt(p.v_cache + rec, valid, vt, tid);
+        {  // both records' loads before either decoding: V's latency hides behind K's decoding
+            RawPieces rk, rv;
+            rk.load(p.k_cache + rec, valid, tid, false);
+            rv.load(p.v_cache + rec, valid, tid, true);
+            dequant_pieces(rk, kt, tid, WgTile{});
+            dequant_pieces_vt(rv, vt, tid);
+        }
         if (tid == 32 && has_next) {
             const std::size_t nrec = static_cast<std::size_t>(next_cd.z) * kPageHeadBytes;
             prefetch_l2_bulk(p.k_cache + nrec, kPageHeadBytes);
