@@ -12,13 +12,13 @@
 #include "kernels/cuda/msa_prefill.h"
 
 #include <algorithm>
-#include <string>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace msa::cuda;

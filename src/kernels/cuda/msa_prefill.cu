@@ -121,7 +121,8 @@ struct RawPieces {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const int row = row_of(tid, k, pairs);
-            v[k] = row < valid ? *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)) : make_uint4(0, 0, 0, 0);
+            v[k] =
+                row < valid ? *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)) : make_uint4(0, 0, 0, 0);
             sc[k] = row < valid ? *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch)) : 0;
         }
     }
@@ -436,8 +437,8 @@ __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint6
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks)
-        wgmma_m64n128k16_f16_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQTileLead) >> 4), desc_k + ks * (kWgStepBytes >> 4),
-                                ks > 0);
+        wgmma_m64n128k16_f16_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQTileLead) >> 4),
+                                desc_k + ks * (kWgStepBytes >> 4), ks > 0);
     wgmma_commit();
     wgmma_fence_regs(acc);
 }
@@ -456,7 +457,8 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     RawPieces raw;
     raw.load(record(b0), kBlock, tid, false);
     load_query_tile(p.iq, row0, nrows, qt, tid);
-    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128), desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
+    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128),
+                        desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
     const int wrow = 16 * warp;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
@@ -985,8 +987,9 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
         uint4 v[16];
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl)
-            v[sl] = sl < p.topk ? __ldcs(reinterpret_cast<const uint4*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
-                                : make_uint4(0u, 0u, 0u, 0u);
+            v[sl] = sl < p.topk
+                        ? __ldcs(reinterpret_cast<const uint4*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
+                        : make_uint4(0u, 0u, 0u, 0u);
         float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int sl = 0; sl < 16; ++sl) {

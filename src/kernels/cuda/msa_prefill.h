@@ -29,15 +29,15 @@ struct MsaPrefillSeq {
 
 // The wgmma indexer kernels (docs/cuda-notes.md section 19).
 enum class MsaIdxKernel {
-    smem_q,      // 256-row query tile converted to FP16 once per item in shared memory, A and B from shared memory,
-                 // two M = 64 passes in flight (2 CTAs per SM)
-    pass_q,      // 256-row tiles, each pass's query rows loaded from L2 into registers for every block (4 CTAs per SM)
+    smem_q,  // 256-row query tile converted to FP16 once per item in shared memory, A and B from shared memory,
+             // two M = 64 passes in flight (2 CTAs per SM)
+    pass_q,  // 256-row tiles, each pass's query rows loaded from L2 into registers for every block (4 CTAs per SM)
 };
 
 struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
-    int idx_blocks_per_item = 16;                      // index-K blocks one indexer CTA scores with its query tile (1..32)
+    int idx_blocks_per_item = 16;  // index-K blocks one indexer CTA scores with its query tile (1..32)
     int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
