@@ -160,6 +160,8 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16_ss(float (&d)[16][4], std::
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate)
                  : "memory");
 }
+#undef MSA_WG_ACC64
+#undef MSA_WG_ACC64_LIST
 // D = A B over K = 128 (eight k16 steps: A fragments a[ks], B at desc advanced by step_bytes per step), issued and
 // waited for; D is overwritten.
 __device__ __forceinline__ void wgmma_m64n128k128_f16(float (&d)[16][4], const std::uint32_t (&a)[8][4],

@@ -1,14 +1,17 @@
 // MSA prefill on Hopper: indexer (tensor cores, FP16 operands exact for E4M3 x NVFP4), keyed top-k, and the
 // "KV outer, gather Q" sparse attention. Host API and layouts: msa_prefill.h; notes: docs/cuda-notes.md (sections
-// 6-11: the mma.sync kernels, 18: the wgmma kernels).
+// 6-11: the mma.sync kernels, 18-19: the wgmma kernels).
 //
 // Per query window (whole indexer tiles of one or more sequences), six launches:
-//  1. pf_index_wg_kernel (default; pf_index_kernel with MsaPrefillOptions::wgmma = false): CTA = (tile of index rows
-//     of one sequence, up to 16 index-K blocks); each block is copied (cp.async, double buffered), dequantised once
-//     into an FP16 tile (exact: e2m1 * scale has at most 6 significant bits) and multiplied with the rows' E4M3
-//     queries (A fragments in registers), reduced to the block maximum per row. wgmma: 256 rows in four M = 64
-//     passes, the tile read by the tensor cores as B; mma.sync: 128 rows, ldmatrix B fragments per warp. Only
-//     history blocks are scored (the local block is always selected, so its masked score is never needed).
+//  1. The indexer. CTA = (tile of index rows of one sequence, up to 16 index-K blocks); each block is dequantised
+//     once into an FP16 tile (exact: e2m1 * scale has at most 6 significant bits) and multiplied with the rows' E4M3
+//     queries, reduced to the block maximum per row. Only history blocks are scored (the local block is always
+//     selected, so its masked score is never needed). Three kernels:
+//     - pf_index_ss_kernel (default, MsaIdxKernel::smem_q): 256 rows, converted to FP16 once per item into shared
+//       memory; both wgmma operands from shared memory, two M = 64 passes in flight;
+//     - pf_index_wg_kernel (MsaIdxKernel::pass_q): 256 rows in four M = 64 passes, each pass's rows loaded into A
+//       fragments per block, blocks copied by cp.async (double buffered);
+//     - pf_index_kernel (MsaPrefillOptions::wgmma = false): 128 rows, mma.sync with ldmatrix B fragments per warp.
 //  2. pf_topk_kernel: one warp per (token, index head): keyed 16-bit top-k of msa.md section 3, local block last;
 //     counts the picks per (KV head, block) list.
 //  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, one descriptor per chunk
