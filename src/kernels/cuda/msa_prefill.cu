@@ -112,7 +112,7 @@ constexpr unsigned kWgStepBytes = 4096, kWgLead = 2048, kWgStride = 128;
 // wait behind the stores of another's decoding). Rows >= valid load as zeros, which decode to zero words (stale
 // cache bytes never reach the MMAs). Two splits over 128 threads, chunk ch = tid & 3:
 // - rows: piece k is row (tid + 128 k) >> 2 (dequant_page);
-// - key pairs: pieces 2m and 2m + 1 are rows 2 kp and 2 kp + 1 of key pair kp = (tid + 128 m) >> 2 (dequant_page_vt).
+// - key pairs: pieces 2m and 2m + 1 are rows 2 kp and 2 kp + 1 of key pair kp = (tid + 128 m) >> 2 (dequant_pieces_vt).
 struct RawPieces {
     uint4 v[4];
     unsigned short sc[4];
@@ -849,7 +849,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 
 // The gathered attention on wgmma (default): the CTA's 4 warps are one warpgroup and serve 4 gathered queries at a
 // time, warp w's query (its group's 16 query heads, padded for G < 16) being rows 16w .. 16w + 15 of M = 64. S = Q K^T
-// reads K as B from a WgTile (N = 128 keys), O = P V reads V^T (dequant_page_vt: N = 128 output dims, K = keys); the
+// reads K as B from a WgTile (N = 128 keys), O = P V reads V^T (dequant_pieces_vt: N = 128 output dims, K = keys); the
 // tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
 // shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
 // zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
@@ -922,7 +922,7 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
             if (!live) continue;
-            // o[4q + i][e] (row r; [2 + e]: row r + 8) is dim 32q + 8c + 2i + e (dequant_page_vt): four 16-byte
+            // o[4q + i][e] (row r; [2 + e]: row r + 8) is dim 32q + 8c + 2i + e (dequant_pieces_vt): four 16-byte
             // streaming stores per row (the partials are read once, by the combine).
             const std::size_t unit = (static_cast<std::size_t>(tl) * p.nkv + g) * p.topk + slot;
             __half* po = p.part_o + unit * 16 * kHeadDim;
