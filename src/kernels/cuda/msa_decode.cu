@@ -360,16 +360,7 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
-        // merge_keyed_chunk written out: calling it gives the same keys but raised attn_kernel<false, 8> (which
-        // inlines this function) from 194 to 199 registers under ptxas, a change not measured on the GPU.
-        std::uint32_t x[16];  // this lane's keys of the chunk (0 past n: below every real key), sorted and merged
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const int i = base + lane + 32 * k;
-            x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
-        }
-        sort16_desc(x);
-        top15_merge(top, x);
+        merge_keyed_chunk(top, v, base, n, lane, kq);
     }
     trace_event(trace, kTrTopkInserted);
     const int mine = top15_pick(top, topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
