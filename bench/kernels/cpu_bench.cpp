@@ -108,6 +108,7 @@ struct Recorder {
             const char* v = std::getenv(var);
             extra[var] = v ? v : "";
         }
+        extra["spin_us"] = worker_spin_us();  // the pool's worker spin before sleeping (MSA_SPIN_US)
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
@@ -332,6 +333,22 @@ double kv_bytes_per_decode_token(const ModelConfig& c, KvCacheDtype dtype, int c
     return bytes;
 }
 
+// Per decode token: loops, worker sleeps, microseconds inside the pool's loops (all, and per call site, largest
+// first) and outside them (serial work and loops run inline).
+json pool_profile_per_token(const ParallelStats& st, double wall_seconds, int tokens) {
+    const double per = 1.0 / std::max(tokens, 1);
+    json sites = json::array();
+    std::vector<ParallelSiteStats> by_time = st.sites;
+    std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+    for (const auto& s : by_time)
+        sites.push_back({{"site", s.site}, {"loops", s.loops * per}, {"us", s.seconds * per * 1e6}});
+    return {{"loops", st.loops * per},
+            {"worker_sleeps", st.worker_sleeps * per},
+            {"us_in_pool_loops", st.loop_seconds * per * 1e6},
+            {"us_outside", (wall_seconds - st.loop_seconds) * per * 1e6},
+            {"sites", sites}};
+}
+
 void bench_model(Recorder& rec, const std::string& name, const std::filesystem::path& cache_dir, double triad,
                  bool random_kv, int decode_tokens) {
     BenchModel bm = bench::bench_model(name);
@@ -379,12 +396,19 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     }
     const double prefill_s = g_cpu_time ? process_cpu_seconds() - prefill_c0 : seconds_since(t0);
     std::vector<double> steps;
+    // The thread pool's profile over the decode steps: loops per token, worker sleeps, time inside loops per site.
+    set_parallel_profiling(true);
+    reset_parallel_stats();
+    const auto t_decode = Clock::now();
     for (int i = 0; i < bm.decode_tokens; ++i) {
         const auto t = Clock::now();
         const double c0 = process_cpu_seconds();
         run(bm.prefill_tokens + i, 1, 1);
         steps.push_back(g_cpu_time ? process_cpu_seconds() - c0 : seconds_since(t));
     }
+    const double decode_wall = seconds_since(t_decode);
+    const ParallelStats pool_stats = parallel_stats();
+    set_parallel_profiling(false);
     std::sort(steps.begin(), steps.end());
     const double step_s = steps[steps.size() / 2];
     const ModelConfig& c = model->config();
@@ -407,7 +431,8 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
                                 {"weight_bytes_per_token", weight_bytes},
                                 {"kv_bytes_per_token", kv_bytes},
                                 {"achieved_GBps", achieved},
-                                {"fraction_of_bandwidth", achieved / triad}}));
+                                {"fraction_of_bandwidth", achieved / triad},
+                                {"pool", pool_profile_per_token(pool_stats, decode_wall, bm.decode_tokens)}}));
 }
 
 int run(int argc, char** argv) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +36,19 @@ int initial_threads() {
         }
     }
     return available_cpus();
+}
+
+int initial_spin_us() {
+    if (const char* v = std::getenv("MSA_SPIN_US")) {
+        const int n = std::atoi(v);
+        if (n >= 0) return n;
+    }
+    return 30;  // about the 512 pauses of earlier versions on an Intel core
+}
+
+std::atomic<int>& spin_us() {
+    static std::atomic<int> us{initial_spin_us()};
+    return us;
 }
 
 std::atomic<int>& thread_count() {
@@ -141,12 +155,17 @@ private:
         std::uint32_t seen = generation_.load(std::memory_order_acquire);
         while (true) {
             std::uint32_t gen = generation_.load(std::memory_order_acquire);
-            for (int spin = 0; gen == seen && spin < 512; ++spin) {
+            // Spin for the configured time (the clock is read every 64 pauses), then sleep.
+            const auto budget = std::chrono::microseconds(spin_us().load(std::memory_order_relaxed));
+            const auto spin_start = std::chrono::steady_clock::now();
+            for (unsigned spin = 1; gen == seen; ++spin) {
                 cpu_relax();
                 gen = generation_.load(std::memory_order_acquire);
+                if (spin % 64 == 0 && std::chrono::steady_clock::now() - spin_start >= budget) break;
             }
             if (gen == seen) {
                 // Sleep until a new loop is published (std::atomic::wait is avoided: GCC 12's can miss wake-ups).
+                sleeps_.fetch_add(1, std::memory_order_relaxed);
                 std::unique_lock<std::mutex> lock(sleep_mutex_);
                 sleepers_.fetch_add(1, std::memory_order_seq_cst);
                 while (generation_.load(std::memory_order_seq_cst) == seen) wake_.wait(lock);
@@ -158,6 +177,10 @@ private:
         }
     }
 
+public:
+    std::atomic<std::uint64_t> sleeps_{0};
+
+private:
     std::vector<std::thread> workers_;
     std::atomic<std::uint32_t> generation_{0};
     std::atomic<std::uint64_t> ticket_{0};
@@ -181,6 +204,39 @@ std::mutex& pool_mutex() {
     return m;
 }
 
+// The profile. Written only by a thread holding pool_mutex() (the engine thread's top-level loops).
+struct Profile {
+    std::atomic<bool> on{false};
+    std::atomic<std::uint64_t> loops{0};
+    double loop_seconds = 0.0;
+    struct Site {
+        const char* file;
+        std::uint_least32_t line;
+        ParallelSiteStats stats;
+    };
+    std::vector<Site> sites;
+
+    void add(const std::source_location& where, double seconds) {
+        loop_seconds += seconds;
+        for (Site& s : sites) {
+            if (s.line == where.line() && s.file == where.file_name()) {
+                ++s.stats.loops;
+                s.stats.seconds += seconds;
+                return;
+            }
+        }
+        std::string name = where.file_name();
+        if (const auto src = name.rfind("src/"); src != std::string::npos) name.erase(0, src + 4);
+        sites.push_back({where.file_name(), where.line(),
+                         ParallelSiteStats{name + ":" + std::to_string(where.line()), 1, seconds}});
+    }
+};
+
+Profile& profile() {
+    static Profile p;
+    return p;
+}
+
 }  // namespace
 
 int num_threads() {
@@ -191,8 +247,44 @@ void set_num_threads(int n) {
     thread_count().store(std::max(1, n), std::memory_order_relaxed);
 }
 
-void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn) {
+int worker_spin_us() {
+    return spin_us().load(std::memory_order_relaxed);
+}
+
+void set_worker_spin_us(int us) {
+    spin_us().store(std::max(0, us), std::memory_order_relaxed);
+}
+
+void set_parallel_profiling(bool on) {
+    const std::lock_guard<std::mutex> lock(pool_mutex());
+    profile().on.store(on, std::memory_order_relaxed);
+}
+
+ParallelStats parallel_stats() {
+    const std::lock_guard<std::mutex> lock(pool_mutex());
+    ParallelStats s;
+    s.loops = profile().loops.load(std::memory_order_relaxed);
+    s.worker_sleeps = pool().sleeps_.load(std::memory_order_relaxed);
+    s.loop_seconds = profile().loop_seconds;
+    for (const auto& site : profile().sites) s.sites.push_back(site.stats);
+    return s;
+}
+
+void reset_parallel_stats() {
+    const std::lock_guard<std::mutex> lock(pool_mutex());
+    profile().loops.store(0, std::memory_order_relaxed);
+    pool().sleeps_.store(0, std::memory_order_relaxed);
+    profile().loop_seconds = 0.0;
+    profile().sites.clear();
+}
+
+void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn,
+                  std::source_location where) {
     if (n == 0) return;
+    if (in_parallel_loop) {  // nested: run inline in this thread
+        fn(0, n);
+        return;
+    }
     grain = std::max<std::size_t>(grain, 1);
     const std::size_t max_chunks = (n + grain - 1) / grain;
     // A few ranges per thread rather than one: threads claim them as they come, so a thread that starts late (a
@@ -202,7 +294,10 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     constexpr std::size_t kMaxRanges = 4096;
     const auto threads = static_cast<std::size_t>(num_threads());
     const auto ranges = static_cast<std::uint32_t>(std::min({max_chunks, threads * kRangesPerThread, kMaxRanges}));
-    if (ranges <= 1 || threads <= 1 || in_parallel_loop) {
+    Profile& prof = profile();
+    prof.loops.fetch_add(1, std::memory_order_relaxed);
+    // One range, or one thread: run inline, and not as a nested loop, so loops inside fn may still use the pool.
+    if (ranges <= 1 || threads <= 1) {
         fn(0, n);
         return;
     }
@@ -212,7 +307,10 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         fn(0, n);
         return;
     }
+    const bool timed = prof.on.load(std::memory_order_relaxed);
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     pool().run(n, ranges, static_cast<std::uint32_t>(std::min<std::size_t>(ranges, threads) - 1), fn);
+    if (timed) prof.add(where, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace msa

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <source_location>
+#include <string>
+#include <vector>
 
 namespace msa {
 
@@ -13,6 +17,31 @@ void set_num_threads(int n);
 
 // Calls fn(begin, end) over [0, n) split into contiguous ranges of at least `grain` items, in parallel: up to four
 // ranges per thread, claimed by the threads as they come. The split depends only on n, grain and num_threads().
-void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn);
+// `where` names the call site for the profile below.
+void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn,
+                  std::source_location where = std::source_location::current());
+
+// How long an idle worker spins (pause loop) waiting for the next loop before it sleeps on a condition variable, in
+// microseconds (default: MSA_SPIN_US, else 30). A worker that slept costs the next loop a futex wake-up; one that
+// spins holds its core. Decode runs many short loops with short serial stretches between them.
+int worker_spin_us();
+void set_worker_spin_us(int us);
+
+// Profile of the loops the engine thread starts, for benchmarks. Nested loops (inside another loop's ranges) are not
+// counted; loops of one range or at one thread run inline and are counted but not timed.
+struct ParallelSiteStats {
+    std::string site;  // file:line of the parallel_for call
+    std::uint64_t loops = 0;
+    double seconds = 0.0;  // wall time from the call to its return
+};
+struct ParallelStats {
+    std::uint64_t loops = 0;          // top-level loops, including those run inline (one range or one thread)
+    std::uint64_t worker_sleeps = 0;  // times a worker gave up spinning and slept
+    double loop_seconds = 0.0;        // wall time inside loops run by the pool, while profiling is on
+    std::vector<ParallelSiteStats> sites;  // while profiling is on; by call site, in order of first use
+};
+void set_parallel_profiling(bool on);  // per-site timing (two clock reads per loop)
+ParallelStats parallel_stats();        // since the last reset
+void reset_parallel_stats();
 
 }  // namespace msa

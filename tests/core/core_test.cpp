@@ -110,6 +110,58 @@ TEST(ParallelFor, NestedLoopsRunInTheCallingThread) {
     EXPECT_EQ(total.load(), 300);
 }
 
+TEST(ParallelFor, ProfileCountsTopLevelLoopsPerCallSite) {
+    set_num_threads(3);
+    set_parallel_profiling(true);
+    reset_parallel_stats();
+    auto sum_into = [](std::atomic<long>& total) {
+        return [&total](std::size_t b, std::size_t e) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            total += static_cast<long>(e - b);
+        };
+    };
+    std::atomic<long> total{0};
+    for (int i = 0; i < 3; ++i) parallel_for(30, 1, sum_into(total));  // site A, three loops
+    parallel_for(30, 1, [&](std::size_t b, std::size_t e) {             // site B, one loop with nested ones
+        for (std::size_t i = b; i < e; ++i) parallel_for(2, 1, [&](std::size_t, std::size_t) {});
+        total += static_cast<long>(e - b);
+    });
+    parallel_for(1, 1, sum_into(total));  // one range: inline, counted, not timed
+    const ParallelStats st = parallel_stats();
+    set_parallel_profiling(false);
+    EXPECT_EQ(total.load(), 4 * 30 + 1);
+    EXPECT_EQ(st.loops, 5u);  // the 30 nested loops are not counted
+    ASSERT_EQ(st.sites.size(), 2u);
+    EXPECT_EQ(st.sites[0].loops, 3u);
+    EXPECT_EQ(st.sites[1].loops, 1u);
+    EXPECT_NE(st.sites[0].site, st.sites[1].site);
+    EXPECT_NE(st.sites[0].site.find("core_test.cpp:"), std::string::npos) << st.sites[0].site;
+    // Each range of site A's loops sleeps 200 us, so each of its loops lasted at least that.
+    EXPECT_GE(st.sites[0].seconds, 3 * 200e-6);
+    EXPECT_NEAR(st.loop_seconds, st.sites[0].seconds + st.sites[1].seconds, 1e-9);
+    reset_parallel_stats();
+    EXPECT_EQ(parallel_stats().loops, 0u);
+    EXPECT_TRUE(parallel_stats().sites.empty());
+}
+
+TEST(ParallelFor, WorkersSleepAfterTheirSpinTime) {
+    const int saved = worker_spin_us();
+    set_num_threads(3);
+    set_worker_spin_us(0);
+    reset_parallel_stats();
+    // Every worker, asleep or spinning before, takes part in (or is woken for) this loop, and then spins again.
+    parallel_for(30, 1, [](std::size_t, std::size_t) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // far past a zero spin: the workers sleep
+    const std::uint64_t sleeps = parallel_stats().worker_sleeps;
+    set_worker_spin_us(saved);
+    EXPECT_EQ(worker_spin_us(), saved);
+    EXPECT_GE(sleeps, 1u);
+    // Sleeping workers are woken by the next loop, which still covers every index.
+    std::atomic<long> total{0};
+    parallel_for(1000, 1, [&](std::size_t b, std::size_t e) { total += static_cast<long>(e - b); });
+    EXPECT_EQ(total.load(), 1000);
+}
+
 TEST(ParallelFor, AnExceptionReachesTheCallerAfterEveryRangeEnded) {
     set_num_threads(3);
     std::atomic<int> finished{0};
