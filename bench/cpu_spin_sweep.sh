@@ -13,19 +13,29 @@ cd "$(dirname "$0")/.."
 results=${RESULTS_DIR:-bench/results}
 mkdir -p "$results"
 bin=${BENCH_BIN:-cpubin/msa_cpu_bench}
-[[ -d "$(dirname "$bin")/lib" ]] && export LD_LIBRARY_PATH="$(cd "$(dirname "$bin")/lib" && pwd)"
 commit="$(cat "$(dirname "$bin")/commit.txt" 2>/dev/null || git rev-parse --short HEAD) (staged)"
 date=$(date -u +%Y-%m-%d)
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# With cpubin/before/ staged (BEFORE=<commit> bench/stage_cpu_bench.sh) both binaries run, interleaved.
+variants=(after)
+[[ -z ${BENCH_BIN:-} && -x cpubin/before/msa_cpu_bench ]] && variants+=(before)
 files=()
 for r in $(seq 1 "${REPS:-2}"); do
     for t in ${THREAD_LIST:-4 8 16}; do
         for s in ${SPIN_LIST:-30 100 300 1000}; do
-            out="$results/cpu_${date}${LABEL:+_$LABEL}_spin${s}_t${t}_rep${r}.json"
-            MSA_SPIN_US=$s timeout 240 "$bin" --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" \
-                --commit "$commit" --out "$out" 2>>"$results/.spin_sweep.log" \
-                || echo "spin $s t=$t rep $r failed or timed out (rc $?)" >&2
-            [[ -f $out ]] && files+=("$out")
+            for v in "${variants[@]}"; do
+                b=$bin; c=$commit; tag=""
+                if [[ $v == before ]]; then
+                    b=cpubin/before/msa_cpu_bench; c="$(cat cpubin/before/commit.txt) (staged)"; tag=_before
+                elif [[ ${#variants[@]} -gt 1 ]]; then
+                    tag=_after
+                fi
+                out="$results/cpu_${date}${LABEL:+_$LABEL}${tag}_spin${s}_t${t}_rep${r}.json"
+                LD_LIBRARY_PATH="$(cd "$(dirname "$b")/lib" 2>/dev/null && pwd)" MSA_SPIN_US=$s timeout 240 "$b" \
+                    --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" --commit "$c" --out "$out" \
+                    2>>"$results/.spin_sweep.log" || echo "$v spin $s t=$t rep $r failed or timed out (rc $?)" >&2
+                [[ -f $out ]] && files+=("$out")
+            done
         done
     done
 done

@@ -2,6 +2,7 @@
 // straightforward transcription of msa.md section 5 (Q8KV4 mode); plus the properties the engine relies on:
 // dense == sparse when the selection covers every block, and results independent of how queries are batched.
 #include "core/cpu_features.h"
+#include "core/parallel.h"
 #include "formats/scalar_formats.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_rows.h"
@@ -247,6 +248,48 @@ TEST_P(AttentionTest, QueriesAreIndependentOfBatching) {
         cpu::dense_attention(f.layer.view, two, q.data(), f.shape(), numerics, out.data());
         ASSERT_EQ(0, std::memcmp(out.data(), all.data(), out.size() * 4));
     }
+}
+
+TEST_P(AttentionTest, ResultsDoNotDependOnTheThreadCount) {
+    // Few tasks (decode, verify) cut each task's blocks into parts that different threads compute; many tasks
+    // (prefill) run whole. Every row's result must be the same bits whatever the split.
+    const auto c = std::get<0>(GetParam());
+    Fixture f(c.H, c.Hkv, 128, c.kv_len, c.dtype, 11);
+    const int blocks = (c.kv_len + 127) / 128;
+    const int topk = std::max(2, blocks / 2 + 1);
+    const int saved = num_threads();
+    for (const int q_len : {1, 8, 40}) {
+        const auto q = test::random_floats(static_cast<std::size_t>(q_len * c.H * 128), 12 + q_len);
+        std::vector<std::int32_t> sel(static_cast<std::size_t>(q_len * c.Hkv * topk), -1);
+        std::mt19937 rng(static_cast<std::uint32_t>(q_len));
+        for (int i = 0; i < q_len; ++i)
+            for (int g = 0; g < c.Hkv; ++g) {
+                const int local = (c.kv_len - q_len + i) / 128;
+                std::int32_t* row = sel.data() + (i * c.Hkv + g) * topk;
+                for (int s = 0; s + 1 < topk; ++s) row[s] = local > 0 ? static_cast<std::int32_t>(rng() % local) : -1;
+                row[topk - 1] = local;  // duplicates and -1 are allowed: the attention takes the distinct valid ones
+            }
+        const AttentionSeq seq{0, q_len, c.kv_len, f.pages.data()};
+        for (auto numerics : {AttentionNumerics::exact, AttentionNumerics::q8kv4}) {
+            std::vector<float> dense1(q.size()), sparse1(q.size());
+            set_num_threads(1);
+            cpu::dense_attention(f.layer.view, {&seq, 1}, q.data(), f.shape(), numerics, dense1.data());
+            cpu::sparse_attention(f.layer.view, {&seq, 1}, q.data(), sel.data(), topk, f.shape(), numerics,
+                                  sparse1.data());
+            for (const int threads : {2, 5, 16}) {
+                set_num_threads(threads);
+                std::vector<float> dense(q.size(), NAN), sparse(q.size(), NAN);
+                cpu::dense_attention(f.layer.view, {&seq, 1}, q.data(), f.shape(), numerics, dense.data());
+                cpu::sparse_attention(f.layer.view, {&seq, 1}, q.data(), sel.data(), topk, f.shape(), numerics,
+                                      sparse.data());
+                EXPECT_EQ(0, std::memcmp(dense.data(), dense1.data(), dense.size() * 4))
+                    << "dense, q_len " << q_len << ", " << threads << " threads";
+                EXPECT_EQ(0, std::memcmp(sparse.data(), sparse1.data(), sparse.size() * 4))
+                    << "sparse, q_len " << q_len << ", " << threads << " threads";
+            }
+        }
+    }
+    set_num_threads(saved);
 }
 
 const AttentionCase kAttentionCases[] = {

@@ -1,6 +1,12 @@
-// Dense and sparse attention share one routine (attend): work is split into tasks of (sequence, KV group, tile of
+// Dense and sparse attention share one routine (attend). Work is split into tasks of (sequence, KV group, tile of
 // queries); a task walks the union of its queries' blocks in ascending order, reads each block's K and V once, and
-// updates the online-softmax state of every query of the tile that uses that block.
+// serves every query of the tile that uses the block.
+//
+// Every query row's result is a fixed function of its own blocks: a first pass takes the row's max m over all its
+// visible logits; then each block b gives p = exp(s - m), its sum l_b and its PV partial o_b, computed from zero;
+// the partials are added in ascending block order (l = l * alpha + l_b, acc = acc * alpha + o_b, alpha = exp(m - m)
+// = 1). So the blocks of one row may be computed by different threads (decode: few rows, many blocks) and added
+// afterwards with the same result, bit for bit, as one thread walking them in order (prefill).
 #include "kernels/cpu/attention.h"
 
 #include "core/error.h"
@@ -41,126 +47,279 @@ void query_blocks(const std::int32_t* selected, int topk, std::int32_t local, st
     out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
-struct Scratch {
-    std::vector<float> k, v;        // [128][D]
-    std::vector<float> a;           // gathered queries [tile * r][D]
-    std::vector<float> logits;      // [tile * r][128]
-    std::vector<float> p;           // [r][128]
-    std::vector<float> alpha;       // [r]
-    std::vector<float> acc;         // [tile * r][D]
-    std::vector<float> m, l;        // [tile * r]
+// Which queries of a task use which block. Block i of `all` (ascending) is used by queries users[user_off[i] ..
+// user_off[i + 1]); its rows (user u, head h) are slots (user_off[i] + u) * r + h of the per-slot buffers.
+struct TaskBlocks {
     std::vector<std::vector<std::int32_t>> blocks;  // per query of the tile
-    std::vector<int> users;         // queries of the tile using the current block
+    std::vector<std::int32_t> all;
+    std::vector<int> users;
+    std::vector<std::size_t> user_off;
+
+    std::size_t slots(int r) const { return users.size() * static_cast<std::size_t>(r); }
 };
 
-void attend_task(const KvLayerView& kv, const AttentionSeq& seq, const Task& task, const float* q,
-                 const std::int32_t* selected, int topk, const AttentionShape& shape, AttentionNumerics numerics,
-                 float* out, Scratch& s) {
-    const int D = shape.head_dim;
-    const int H = shape.num_heads;
-    const int group_heads = H / shape.num_kv_heads;
-    const int g = task.group;
-    const int h0 = task.h0;
-    const int r = task.h1 - task.h0;  // heads of this task
+void plan_task(const AttentionSeq& seq, const Task& task, const std::int32_t* selected, int topk, int num_kv_heads,
+               TaskBlocks& tb) {
     const int nq = task.i1 - task.i0;
-    const bool q8 = numerics == AttentionNumerics::q8kv4;
-    const KvRead read_mode = q8 ? KvRead::e4m3 : KvRead::exact;
-    const PagedRows krows = kv.k(g);
-    const PagedRows vrows = kv.v(g);
-
-    s.blocks.resize(static_cast<std::size_t>(nq));
-    std::vector<std::int32_t> all;
+    tb.blocks.resize(static_cast<std::size_t>(nq));
+    tb.all.clear();
     for (int t = 0; t < nq; ++t) {
         const std::int32_t i = task.i0 + t;
         const std::int32_t pos = query_position(seq, i);
-        auto& blocks = s.blocks[static_cast<std::size_t>(t)];
+        auto& blocks = tb.blocks[static_cast<std::size_t>(t)];
         if (pos < 0) {
             blocks.clear();
         } else {
             const std::int32_t* sel =
-                selected ? selected + ((seq.q_offset + i) * shape.num_kv_heads + g) * topk : nullptr;
+                selected ? selected + ((seq.q_offset + i) * num_kv_heads + task.group) * topk : nullptr;
             query_blocks(sel, topk, pos / kKvPageTokens, blocks);
         }
-        all.insert(all.end(), blocks.begin(), blocks.end());
+        tb.all.insert(tb.all.end(), blocks.begin(), blocks.end());
     }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-
-    const std::size_t rows = static_cast<std::size_t>(nq * r);
-    s.acc.assign(rows * D, 0.0f);
-    s.m.assign(rows, -std::numeric_limits<float>::infinity());
-    s.l.assign(rows, 0.0f);
-    s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
-    s.a.resize(rows * D);
-    s.logits.resize(rows * kKvPageTokens);
-    s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
-    s.alpha.resize(static_cast<std::size_t>(r));
+    std::sort(tb.all.begin(), tb.all.end());
+    tb.all.erase(std::unique(tb.all.begin(), tb.all.end()), tb.all.end());
+    tb.users.clear();
+    tb.user_off.assign(1, 0);
     std::vector<std::size_t> cursor(static_cast<std::size_t>(nq), 0);
-
-    // Q8KV4 quantises P = exp(s - max) to E4M3, so the max it is taken against matters: a pre-pass over the blocks
-    // finds each row's max over all its selected keys first, and every block's P is then relative to that final
-    // max (alpha stays 1). This makes the result independent of block order and chunking, and it is the reference's
-    // choice (tools/reference/README.md: one row max over all selected keys).
-    for (int pass = q8 ? 0 : 1; pass < 2; ++pass) {
-    std::fill(cursor.begin(), cursor.end(), 0);
-    for (const std::int32_t b : all) {
-        s.users.clear();
+    for (const std::int32_t b : tb.all) {
         for (int t = 0; t < nq; ++t) {
-            auto& blocks = s.blocks[static_cast<std::size_t>(t)];
+            const auto& blocks = tb.blocks[static_cast<std::size_t>(t)];
             auto& c = cursor[static_cast<std::size_t>(t)];
             if (c < blocks.size() && blocks[c] == b) {
-                s.users.push_back(t);
+                tb.users.push_back(t);
                 ++c;
             }
         }
-        const int valid = std::min(kKvPageTokens, seq.kv_len - b * kKvPageTokens);
-        const std::int32_t page = seq.pages[b];
-        if (pass == 1) read_kv_rows(vrows, page, valid, read_mode, s.v.data());
-        // Gather the r heads of every user query, then one product against the block's keys.
-        for (std::size_t u = 0; u < s.users.size(); ++u) {
-            const std::int64_t row = seq.q_offset + task.i0 + s.users[u];
-            std::memcpy(s.a.data() + u * r * D, q + (row * H + g * group_heads + h0) * D, sizeof(float) * r * D);
-        }
-        const std::int64_t arows = static_cast<std::int64_t>(s.users.size()) * r;
-        if (q8) round_rows_to_e4m3(s.a.data(), static_cast<long>(arows * D));
-        dot_kv_rows(krows, page, valid, read_mode, s.a.data(), arows, s.logits.data(), kKvPageTokens, s.k);
-        for (std::size_t u = 0; u < s.users.size(); ++u) {
-            const int t = s.users[u];
-            const std::int32_t pos = query_position(seq, task.i0 + t);
-            const int visible = std::min(valid, pos - b * kKvPageTokens + 1);
-            for (int h = 0; h < r; ++h) {
-                const std::size_t st = static_cast<std::size_t>(t * r + h);
-                if (pass == 0) {
-                    const float* raw = s.logits.data() + (u * r + h) * kKvPageTokens;
-                    for (int j = 0; j < visible; ++j) s.m[st] = std::max(s.m[st], raw[j] * shape.softmax_scale);
-                    continue;
-                }
-                s.alpha[static_cast<std::size_t>(h)] =
-                    online_softmax_block(s.logits.data() + (u * r + h) * kKvPageTokens, visible, shape.softmax_scale,
-                                         s.m[st], s.l[st], s.p.data() + h * kKvPageTokens);
-            }
-            // The user's r heads share the block's values: one pass over V for all of them.
-            if (pass == 1) {
-                pv_accumulate_rows(s.acc.data() + static_cast<std::size_t>(t * r) * D, s.alpha.data(), s.p.data(),
-                                   kKvPageTokens, s.v.data(), visible, D, q8, r);
-            }
-        }
+        tb.user_off.push_back(tb.users.size());
     }
+}
+
+// Everything a task needs besides its blocks.
+struct TaskContext {
+    const KvLayerView* kv;
+    const AttentionSeq* seq;
+    const Task* task;
+    const float* q;
+    const AttentionShape* shape;
+    bool q8;
+
+    int r() const { return task->h1 - task->h0; }
+    KvRead read_mode() const { return q8 ? KvRead::e4m3 : KvRead::exact; }
+    int valid(std::int32_t b) const { return std::min(kKvPageTokens, seq->kv_len - b * kKvPageTokens); }
+    int visible(int t, std::int32_t b) const {
+        return std::min(valid(b), query_position(*seq, task->i0 + t) - b * kKvPageTokens + 1);
     }
-    for (int t = 0; t < nq; ++t) {
-        const std::int64_t row = seq.q_offset + task.i0 + t;
+};
+
+struct Scratch {
+    std::vector<float> k, v;        // [128][D]
+    std::vector<float> a;           // gathered queries [users * r][D]
+    std::vector<float> logits;      // [users * r][128] (or a whole task's, when kept between the passes)
+    std::vector<float> p;           // [r][128]
+    std::vector<float> alpha;       // [r]
+    std::vector<float> o;           // [r][D]: one user's PV partials of one block
+};
+
+// Logits of block i of the task for its user rows: out[slot - first slot of the block][128].
+void block_logits(const TaskContext& c, const TaskBlocks& tb, std::size_t i, float* out, Scratch& s) {
+    const int D = c.shape->head_dim;
+    const int H = c.shape->num_heads;
+    const int r = c.r();
+    const int group_heads = H / c.shape->num_kv_heads;
+    const std::size_t u0 = tb.user_off[i], u1 = tb.user_off[i + 1];
+    const std::int32_t b = tb.all[i];
+    s.a.resize((u1 - u0) * r * D);
+    for (std::size_t u = u0; u < u1; ++u) {
+        const std::int64_t row = c.seq->q_offset + c.task->i0 + tb.users[u];
+        std::memcpy(s.a.data() + (u - u0) * r * D, c.q + (row * H + c.task->group * group_heads + c.task->h0) * D,
+                    sizeof(float) * r * D);
+    }
+    const auto arows = static_cast<std::int64_t>((u1 - u0) * r);
+    if (c.q8) round_rows_to_e4m3(s.a.data(), static_cast<long>(arows * D));
+    dot_kv_rows(c.kv->k(c.task->group), c.seq->pages[b], c.valid(b), c.read_mode(), s.a.data(), arows, out,
+                kKvPageTokens, s.k);
+}
+
+// Running max over block i's visible logits of each user row (row_max indexed by query * r + head).
+void block_max(const TaskContext& c, const TaskBlocks& tb, std::size_t i, const float* logits, float* row_max) {
+    const int r = c.r();
+    for (std::size_t u = tb.user_off[i]; u < tb.user_off[i + 1]; ++u) {
+        const int t = tb.users[u];
+        const int visible = c.visible(t, tb.all[i]);
         for (int h = 0; h < r; ++h) {
-            const std::size_t st = static_cast<std::size_t>(t * r + h);
-            float* o = out + (row * H + g * group_heads + h0 + h) * D;
-            if (s.blocks[static_cast<std::size_t>(t)].empty()) {
-                std::fill_n(o, D, 0.0f);
-                continue;
-            }
-            const float inv = 1.0f / s.l[st];
-            for (int d = 0; d < D; ++d) o[d] = s.acc[st * D + d] * inv;
+            const float* raw = logits + ((u - tb.user_off[i]) * r + h) * kKvPageTokens;
+            float& m = row_max[t * r + h];
+            for (int j = 0; j < visible; ++j) m = std::max(m, raw[j] * c.shape->softmax_scale);
         }
     }
 }
+
+// Block i's softmax terms and PV partials for one user (query t, r heads) against the rows' final maxima:
+// alpha[h] = exp(m - m), l_b[h] = sum of p, o[h][D] = the PV partial added to a zero accumulator.
+void block_partial(const TaskContext& c, const float* logits, int t, int visible, const float* row_max, Scratch& s,
+                   float* alpha, float* l_b, float* o) {
+    const int D = c.shape->head_dim;
+    const int r = c.r();
+    for (int h = 0; h < r; ++h) {
+        float m = row_max[t * r + h];
+        float l = 0.0f;
+        alpha[h] = online_softmax_block(logits + h * kKvPageTokens, visible, c.shape->softmax_scale, m, l,
+                                        s.p.data() + h * kKvPageTokens);
+        l_b[h] = l;
+    }
+    std::fill_n(o, static_cast<std::size_t>(r) * D, 0.0f);
+    pv_accumulate_rows(o, alpha, s.p.data(), kKvPageTokens, s.v.data(), visible, D, c.q8, r);
+}
+
+// acc = acc * alpha + o, as pv_accumulate finishes (a multiply, then an add of the partial).
+void add_partial(float* acc, float alpha, const float* o, int D) {
+    for (int d = 0; d < D; ++d) acc[d] = acc[d] * alpha + o[d];
+}
+
+void write_output(const TaskContext& c, const TaskBlocks& tb, const float* acc, const float* l, float* out) {
+    const int D = c.shape->head_dim;
+    const int H = c.shape->num_heads;
+    const int r = c.r();
+    const int group_heads = H / c.shape->num_kv_heads;
+    const int nq = c.task->i1 - c.task->i0;
+    for (int t = 0; t < nq; ++t) {
+        const std::int64_t row = c.seq->q_offset + c.task->i0 + t;
+        for (int h = 0; h < r; ++h) {
+            const std::size_t st = static_cast<std::size_t>(t * r + h);
+            float* o = out + (row * H + c.task->group * group_heads + c.task->h0 + h) * D;
+            if (tb.blocks[static_cast<std::size_t>(t)].empty()) {
+                std::fill_n(o, D, 0.0f);
+                continue;
+            }
+            const float inv = 1.0f / l[st];
+            for (int d = 0; d < D; ++d) o[d] = acc[st * D + d] * inv;
+        }
+    }
+}
+
+// A task in one thread: the max pass over its blocks (logits kept for the second pass when they fit in
+// kKeepLogitsFloats), then per block the partials, added at once.
+constexpr std::size_t kKeepLogitsFloats = std::size_t{1} << 20;
+
+void attend_task(const TaskContext& c, const TaskBlocks& tb, float* out, Scratch& s) {
+    const int D = c.shape->head_dim;
+    const int r = c.r();
+    const int nq = c.task->i1 - c.task->i0;
+    const std::size_t rows = static_cast<std::size_t>(nq * r);
+    std::vector<float> row_max(rows, -std::numeric_limits<float>::infinity()), l(rows, 0.0f), acc(rows * D, 0.0f);
+    const bool keep = tb.slots(r) * kKvPageTokens <= kKeepLogitsFloats;
+    s.logits.resize((keep ? tb.slots(r) : rows) * kKvPageTokens);  // all blocks' logits, or one block's
+    auto logits_of = [&](std::size_t i) { return s.logits.data() + (keep ? tb.user_off[i] * r * kKvPageTokens : 0); };
+    for (std::size_t i = 0; i < tb.all.size(); ++i) {
+        block_logits(c, tb, i, logits_of(i), s);
+        block_max(c, tb, i, logits_of(i), row_max.data());
+    }
+    s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
+    s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
+    s.alpha.resize(static_cast<std::size_t>(r));
+    s.o.resize(static_cast<std::size_t>(r) * D);
+    std::vector<float> l_b(static_cast<std::size_t>(r));
+    for (std::size_t i = 0; i < tb.all.size(); ++i) {
+        const std::int32_t b = tb.all[i];
+        if (!keep) block_logits(c, tb, i, logits_of(i), s);
+        read_kv_rows(c.kv->v(c.task->group), c.seq->pages[b], c.valid(b), c.read_mode(), s.v.data());
+        for (std::size_t u = tb.user_off[i]; u < tb.user_off[i + 1]; ++u) {
+            const int t = tb.users[u];
+            block_partial(c, logits_of(i) + (u - tb.user_off[i]) * r * kKvPageTokens, t, c.visible(t, b),
+                          row_max.data(), s, s.alpha.data(), l_b.data(), s.o.data());
+            for (int h = 0; h < r; ++h) {
+                const std::size_t st = static_cast<std::size_t>(t * r + h);
+                l[st] = l[st] * s.alpha[h] + l_b[h];
+                add_partial(acc.data() + st * D, s.alpha[h], s.o.data() + h * D, D);
+            }
+        }
+    }
+    write_output(c, tb, acc.data(), l.data(), out);
+}
+
+// Few tasks (decode): each task's blocks are cut into parts that threads take separately. Pass 1 keeps every
+// block's logits and each part's row maxima; pass 2 computes every block's partials from the combined maxima;
+// pass 3 adds them per row in block order. Same results as attend_task.
+struct SplitTask {
+    TaskContext c;
+    TaskBlocks tb;
+    int parts = 1;
+    std::vector<float> logits;    // [slots][128]
+    std::vector<float> part_max;  // [parts][nq * r]
+    std::vector<float> alpha, l_b;  // [slots]
+    std::vector<float> o;         // [slots][D]
+
+    std::size_t part_begin(int p) const { return tb.all.size() * static_cast<std::size_t>(p) / parts; }
+};
+
+void attend_split(std::vector<SplitTask>& st, float* out) {
+    std::vector<std::pair<std::size_t, int>> units;  // (task, part)
+    for (std::size_t t = 0; t < st.size(); ++t)
+        for (int p = 0; p < st[t].parts; ++p) units.emplace_back(t, p);
+    parallel_for(units.size(), 1, [&](std::size_t begin, std::size_t end) {
+        Scratch s;
+        for (std::size_t k = begin; k < end; ++k) {
+            SplitTask& x = st[units[k].first];
+            const int p = units[k].second;
+            const int r = x.c.r();
+            float* row_max = x.part_max.data() + static_cast<std::size_t>(p) * (x.c.task->i1 - x.c.task->i0) * r;
+            for (std::size_t i = x.part_begin(p); i < x.part_begin(p + 1); ++i) {
+                float* logits = x.logits.data() + x.tb.user_off[i] * r * kKvPageTokens;
+                block_logits(x.c, x.tb, i, logits, s);
+                block_max(x.c, x.tb, i, logits, row_max);
+            }
+        }
+    });
+    parallel_for(units.size(), 1, [&](std::size_t begin, std::size_t end) {
+        Scratch s;
+        std::vector<float> row_max;
+        for (std::size_t k = begin; k < end; ++k) {
+            SplitTask& x = st[units[k].first];
+            const int p = units[k].second;
+            const int D = x.c.shape->head_dim;
+            const int r = x.c.r();
+            const std::size_t rows = static_cast<std::size_t>((x.c.task->i1 - x.c.task->i0) * r);
+            row_max.assign(rows, -std::numeric_limits<float>::infinity());
+            for (int q = 0; q < x.parts; ++q)
+                for (std::size_t j = 0; j < rows; ++j) row_max[j] = std::max(row_max[j], x.part_max[q * rows + j]);
+            s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
+            s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
+            for (std::size_t i = x.part_begin(p); i < x.part_begin(p + 1); ++i) {
+                const std::int32_t b = x.tb.all[i];
+                read_kv_rows(x.c.kv->v(x.c.task->group), x.c.seq->pages[b], x.c.valid(b), x.c.read_mode(), s.v.data());
+                for (std::size_t u = x.tb.user_off[i]; u < x.tb.user_off[i + 1]; ++u) {
+                    const int t = x.tb.users[u];
+                    const std::size_t slot = u * r;
+                    block_partial(x.c, x.logits.data() + slot * kKvPageTokens, t, x.c.visible(t, b), row_max.data(), s,
+                                  x.alpha.data() + slot, x.l_b.data() + slot, x.o.data() + slot * D);
+                }
+            }
+        }
+    });
+    parallel_for(st.size(), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t k = begin; k < end; ++k) {
+            SplitTask& x = st[k];
+            const int D = x.c.shape->head_dim;
+            const int r = x.c.r();
+            const std::size_t rows = static_cast<std::size_t>((x.c.task->i1 - x.c.task->i0) * r);
+            std::vector<float> l(rows, 0.0f), acc(rows * D, 0.0f);
+            for (std::size_t i = 0; i < x.tb.all.size(); ++i) {
+                for (std::size_t u = x.tb.user_off[i]; u < x.tb.user_off[i + 1]; ++u) {
+                    const int t = x.tb.users[u];
+                    for (int h = 0; h < r; ++h) {
+                        const std::size_t slot = u * r + h, row = static_cast<std::size_t>(t * r + h);
+                        l[row] = l[row] * x.alpha[slot] + x.l_b[slot];
+                        add_partial(acc.data() + row * D, x.alpha[slot], x.o.data() + slot * D, D);
+                    }
+                }
+            }
+            write_output(x.c, x.tb, acc.data(), l.data(), out);
+        }
+    });
+}
+
+// Largest split-pass buffers (floats) before decode falls back to whole tasks.
+constexpr std::size_t kSplitMaxFloats = std::size_t{16} << 20;
 
 void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const float* q, const std::int32_t* selected,
             int topk, const AttentionShape& shape, AttentionNumerics numerics, float* out) {
@@ -169,6 +328,8 @@ void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const flo
     MSA_CHECK(shape.head_dim % 8 == 0 && shape.head_dim == kv.head_dim && shape.num_kv_heads == kv.num_kv_heads,
               "attention shape (kv heads {}, head dim {}) does not match the KV cache (kv heads {}, head dim {})",
               shape.num_kv_heads, shape.head_dim, kv.num_kv_heads, kv.head_dim);
+    const bool q8 = numerics == AttentionNumerics::q8kv4;
+    const int group_heads = shape.num_heads / shape.num_kv_heads;
     std::vector<Task> tasks;
     for (std::size_t si = 0; si < seqs.size(); ++si) {
         const AttentionSeq& seq = seqs[si];
@@ -177,25 +338,53 @@ void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const flo
                   seq.pages ? "a" : "no");
         for (int g = 0; g < shape.num_kv_heads; ++g)
             for (std::int32_t i0 = 0; i0 < seq.q_len; i0 += kQueryTile)
-                tasks.push_back(Task{si, g, i0, std::min(seq.q_len, i0 + kQueryTile), 0, shape.num_heads / shape.num_kv_heads});
+                tasks.push_back(Task{si, g, i0, std::min(seq.q_len, i0 + kQueryTile), 0, group_heads});
     }
-    // Decode has one task per KV group, fewer than the threads: split the group's query heads over tasks as well.
-    // Every head's softmax and sums are its own, so results do not change (each task re-reads the group's blocks).
-    const int group_heads = shape.num_heads / shape.num_kv_heads;
-    const int head_split =
-        std::min<int>(group_heads, static_cast<int>(num_threads() / std::max<std::size_t>(tasks.size(), 1)));
-    if (head_split > 1) {
-        std::vector<Task> split;
-        for (const Task& t : tasks)
-            for (int p = 0; p < head_split; ++p)
-                split.push_back(Task{t.seq, t.group, t.i0, t.i1, group_heads * p / head_split,
-                                     group_heads * (p + 1) / head_split});
-        tasks.swap(split);
+    const auto threads = static_cast<std::size_t>(num_threads());
+    // Fewer tasks than threads (decode): cut each task's blocks into parts, about two per thread in all.
+    if (threads > 1 && tasks.size() < threads) {
+        std::vector<SplitTask> st(tasks.size());
+        std::size_t floats = 0;
+        const int parts = static_cast<int>((2 * threads + tasks.size() - 1) / tasks.size());
+        for (std::size_t t = 0; t < tasks.size(); ++t) {
+            SplitTask& x = st[t];
+            x.c = TaskContext{&kv, &seqs[tasks[t].seq], &tasks[t], q, &shape, q8};
+            plan_task(seqs[tasks[t].seq], tasks[t], selected, topk, shape.num_kv_heads, x.tb);
+            x.parts = std::max(1, std::min<int>(parts, static_cast<int>(x.tb.all.size())));
+            floats += x.tb.slots(group_heads) * (kKvPageTokens + shape.head_dim + 2);
+        }
+        if (floats <= kSplitMaxFloats) {
+            for (SplitTask& x : st) {
+                const std::size_t slots = x.tb.slots(group_heads);
+                const std::size_t rows = static_cast<std::size_t>(x.c.task->i1 - x.c.task->i0) * group_heads;
+                x.logits.resize(slots * kKvPageTokens);
+                x.part_max.assign(static_cast<std::size_t>(x.parts) * rows, -std::numeric_limits<float>::infinity());
+                x.alpha.resize(slots);
+                x.l_b.resize(slots);
+                x.o.resize(slots * static_cast<std::size_t>(shape.head_dim));
+            }
+            attend_split(st, out);
+            return;
+        }
+        // Too large to keep: split the group's query heads over tasks instead (each re-reads the group's blocks;
+        // every head's result is its own, so nothing changes).
+        const int head_split = std::min<int>(group_heads, static_cast<int>(threads / tasks.size()));
+        if (head_split > 1) {
+            std::vector<Task> split;
+            for (const Task& t : tasks)
+                for (int p = 0; p < head_split; ++p)
+                    split.push_back(Task{t.seq, t.group, t.i0, t.i1, group_heads * p / head_split,
+                                         group_heads * (p + 1) / head_split});
+            tasks.swap(split);
+        }
     }
     parallel_for(tasks.size(), 1, [&](std::size_t begin, std::size_t end) {
-        Scratch scratch;
+        Scratch s;
+        TaskBlocks tb;
         for (std::size_t t = begin; t < end; ++t) {
-            attend_task(kv, seqs[tasks[t].seq], tasks[t], q, selected, topk, shape, numerics, out, scratch);
+            const TaskContext c{&kv, &seqs[tasks[t].seq], &tasks[t], q, &shape, q8};
+            plan_task(seqs[tasks[t].seq], tasks[t], selected, topk, shape.num_kv_heads, tb);
+            attend_task(c, tb, out, s);
         }
     });
 }
