@@ -6,6 +6,7 @@
 #   RESULTS_DIR=$OUT bash bench/cpu_spin_sweep.sh
 #
 # Environment: THREAD_LIST="4 8 16", SPIN_LIST="30 100 300 1000", REPS=2, LABEL (names the host), MODELS=mid,
+# EXTRA_ARGS (more msa_cpu_bench arguments, e.g. --warm-cache),
 # RESULTS_DIR (default bench/results). Output: cpu_<date>_<LABEL>_spin<us>_t<threads>_rep<r>.json, and a table of
 # tokens/s and fraction of bandwidth on stdout (bench/cpu_spin_table.py).
 set -uo pipefail
@@ -32,7 +33,7 @@ for r in $(seq 1 "${REPS:-2}"); do
                 fi
                 out="$results/cpu_${date}${LABEL:+_$LABEL}${tag}_spin${s}_t${t}_rep${r}.json"
                 LD_LIBRARY_PATH="$(cd "$(dirname "$b")/lib" 2>/dev/null && pwd)" MSA_SPIN_US=$s timeout 240 "$b" \
-                    --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" --commit "$c" --out "$out" \
+                    --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" --commit "$c" --out "$out" ${EXTRA_ARGS:-} \
                     2>>"$results/.spin_sweep.log" || echo "$v spin $s t=$t rep $r failed or timed out (rc $?)" >&2
                 [[ -f $out ]] && files+=("$out")
             done
