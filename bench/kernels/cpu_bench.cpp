@@ -364,14 +364,17 @@ double kv_bytes_per_decode_token(const ModelConfig& c, KvCacheDtype dtype, int c
 }
 
 // Per decode token: loops, worker sleeps, microseconds inside the pool's loops (all, and per call site, largest
-// first) and outside them (serial work and loops run inline).
+// first) and outside them (serial work and loops run inline; per site: the serial stretch that ends at it).
 json pool_profile_per_token(const ParallelStats& st, double wall_seconds, int tokens) {
     const double per = 1.0 / std::max(tokens, 1);
     json sites = json::array();
     std::vector<ParallelSiteStats> by_time = st.sites;
     std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
     for (const auto& s : by_time)
-        sites.push_back({{"site", s.site}, {"loops", s.loops * per}, {"us", s.seconds * per * 1e6}});
+        sites.push_back({{"site", s.site},
+                         {"loops", s.loops * per},
+                         {"us", s.seconds * per * 1e6},
+                         {"us_serial_before", s.seconds_before * per * 1e6}});
     return {{"loops", st.loops * per},
             {"worker_sleeps", st.worker_sleeps * per},
             {"us_in_pool_loops", st.loop_seconds * per * 1e6},

@@ -209,6 +209,7 @@ struct Profile {
     std::atomic<bool> on{false};
     std::atomic<std::uint64_t> loops{0};
     double loop_seconds = 0.0;
+    std::chrono::steady_clock::time_point last_end{};  // of the previous timed loop; epoch: none yet
     struct Site {
         const char* file;
         std::uint_least32_t line;
@@ -216,19 +217,26 @@ struct Profile {
     };
     std::vector<Site> sites;
 
-    void add(const std::source_location& where, double seconds) {
+    void add(const std::source_location& where, std::chrono::steady_clock::time_point start,
+             std::chrono::steady_clock::time_point end) {
+        const double seconds = std::chrono::duration<double>(end - start).count();
+        const double before = last_end == std::chrono::steady_clock::time_point{}
+                                  ? 0.0
+                                  : std::chrono::duration<double>(start - last_end).count();
+        last_end = end;
         loop_seconds += seconds;
         for (Site& s : sites) {
             if (s.line == where.line() && s.file == where.file_name()) {
                 ++s.stats.loops;
                 s.stats.seconds += seconds;
+                s.stats.seconds_before += before;
                 return;
             }
         }
         std::string name = where.file_name();
         if (const auto src = name.rfind("src/"); src != std::string::npos) name.erase(0, src + 4);
         sites.push_back({where.file_name(), where.line(),
-                         ParallelSiteStats{name + ":" + std::to_string(where.line()), 1, seconds}});
+                         ParallelSiteStats{name + ":" + std::to_string(where.line()), 1, seconds, before}});
     }
 };
 
@@ -258,6 +266,7 @@ void set_worker_spin_us(int us) {
 void set_parallel_profiling(bool on) {
     const std::lock_guard<std::mutex> lock(pool_mutex());
     profile().on.store(on, std::memory_order_relaxed);
+    profile().last_end = {};  // the time while it was off is nobody's serial work
 }
 
 ParallelStats parallel_stats() {
@@ -275,6 +284,7 @@ void reset_parallel_stats() {
     profile().loops.store(0, std::memory_order_relaxed);
     pool().sleeps_.store(0, std::memory_order_relaxed);
     profile().loop_seconds = 0.0;
+    profile().last_end = {};
     profile().sites.clear();
 }
 
@@ -310,7 +320,7 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     const bool timed = prof.on.load(std::memory_order_relaxed);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     pool().run(n, ranges, static_cast<std::uint32_t>(std::min<std::size_t>(ranges, threads) - 1), fn);
-    if (timed) prof.add(where, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (timed) prof.add(where, t0, std::chrono::steady_clock::now());
 }
 
 }  // namespace msa

@@ -33,6 +33,9 @@ struct ParallelSiteStats {
     std::string site;  // file:line of the parallel_for call
     std::uint64_t loops = 0;
     double seconds = 0.0;  // wall time from the call to its return
+    // Wall time between the end of the previous timed loop and this call: the serial work (and the loops run
+    // inline) that leads up to this site. Not counted for the first loop after profiling was switched on.
+    double seconds_before = 0.0;
 };
 struct ParallelStats {
     std::uint64_t loops = 0;          // top-level loops, including those run inline (one range or one thread)
