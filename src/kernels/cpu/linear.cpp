@@ -19,11 +19,12 @@ std::size_t output_grain(const WeightView& w, std::int64_t m) {
 
 // Splits the output features over threads.
 template <class Fn>
-void split_outputs(const WeightView& w, std::int64_t m, Fn&& fn) {
+void split_outputs(const WeightView& w, std::int64_t m, Fn&& fn,
+                   std::source_location where = std::source_location::current()) {
     const std::size_t grain = output_grain(w, m);
-    parallel_for(static_cast<std::size_t>(w.rows), grain, [&](std::size_t b, std::size_t e) {
-        fn(static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
-    });
+    parallel_for(
+        static_cast<std::size_t>(w.rows), grain,
+        [&](std::size_t b, std::size_t e) { fn(static_cast<std::int64_t>(b), static_cast<std::int64_t>(e)); }, where);
 }
 
 void run_float(const GemmJob& job) {
@@ -76,7 +77,8 @@ std::vector<std::uint64_t> mxfp8_exponent_zero_blocks(const WeightView& w) {
     return flags;
 }
 
-void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode) {
+void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode,
+            std::source_location where) {
     if (m <= 0) return;
     if (mode == ActivationMode::int8 && w.format == LinearFormat::nvfp4) {
         Q8Rows xq;
@@ -84,9 +86,8 @@ void linear(const WeightView& w, const float* x, std::int64_t m, float* y, Activ
         linear_q8(w, xq, y);
         return;
     }
-    split_outputs(w, m, [&](std::int64_t n0, std::int64_t n1) {
-        run_float(GemmJob{&w, x, m, y, w.rows, n0, n1});
-    });
+    split_outputs(
+        w, m, [&](std::int64_t n0, std::int64_t n1) { run_float(GemmJob{&w, x, m, y, w.rows, n0, n1}); }, where);
 }
 
 namespace {
@@ -113,7 +114,7 @@ void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
     split_outputs(w, xq.m, [&](std::int64_t n0, std::int64_t n1) { run_q8(GemmJob{&w, nullptr, xq.m, y, w.rows, n0, n1}, xq); });
 }
 
-void linear_many(std::span<const LinearTask> tasks) {
+void linear_many(std::span<const LinearTask> tasks, std::source_location where) {
     // Int8-mode NVFP4 tasks quantise their activations first, as linear() does.
     std::vector<Q8Rows> quantised(tasks.size());
     struct Chunk {
@@ -145,7 +146,7 @@ void linear_many(std::span<const LinearTask> tasks) {
                 run_float(job);
             }
         }
-    });
+    }, where);
 }
 
 }  // namespace msa::cpu

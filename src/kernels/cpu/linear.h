@@ -18,6 +18,7 @@
 #include "kernels/weight_view.h"
 
 #include <cstdint>
+#include <source_location>
 #include <span>
 #include <vector>
 
@@ -26,7 +27,9 @@ namespace msa::cpu {
 using msa::ActivationMode;
 
 // x: [m][w.cols] row-major; y: [m][w.rows] row-major (overwritten).
-void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode = ActivationMode::exact);
+// `where` (the caller) names the parallel loop in the thread pool's profile (core/parallel.h).
+void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode = ActivationMode::exact,
+            std::source_location where = std::source_location::current());
 
 // y = xq * W^T for NVFP4 weights with pre-quantised activations (lets two weights share one quantisation).
 void linear_q8(const WeightView& w, const Q8Rows& xq, float* y);
@@ -45,7 +48,7 @@ struct LinearTask {
 // Several independent layers in one parallel region, their output rows split over the threads together (decode runs
 // many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
 // of linear() / linear_q8() on each task, bit for bit.
-void linear_many(std::span<const LinearTask> tasks);
+void linear_many(std::span<const LinearTask> tasks, std::source_location where = std::source_location::current());
 
 // The bitmap of WeightView::mxfp8_exponent_zero_blocks for an MXFP8 weight: per row mxfp8_flag_words(cols) words,
 // bit b % 64 of word b / 64 set when block b (columns 32b..32b+31) has a code with exponent field 0 (an E4M3
