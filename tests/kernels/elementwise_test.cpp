@@ -7,6 +7,7 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/softmax_pv.h"
 #include "kernels/cpu/swiglu.h"
+#include "support/cpu_mode.h"
 #include "support/test_data.h"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,25 @@ TEST(Swigluoai, ClampsAndFormula) {
         const double u = std::clamp<double>(up[i], -7.0, 7.0);
         const double expect = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
         EXPECT_NEAR(out[i], expect, 1e-6 * std::fabs(expect) + 1e-7) << i;
+    }
+}
+
+TEST(Swigluoai, SimdAndScalarMatchTheFormulaOnLongRows) {
+    // 1003 values: whole 8-wide steps and a tail; gates and ups across and beyond both clamps.
+    const auto gate = test::random_floats(1003, 41, -12.0f, 12.0f);
+    const auto up = test::random_floats(1003, 42, -12.0f, 12.0f);
+    for (const bool simd : {false, true}) {
+        test::ScopedCpuFeatures mode(simd);
+        std::vector<float> out(gate.size()), in_place = gate;
+        cpu::swigluoai(gate.data(), up.data(), static_cast<std::int64_t>(gate.size()), out.data());
+        cpu::swigluoai(in_place.data(), up.data(), static_cast<std::int64_t>(gate.size()), in_place.data());
+        for (std::size_t i = 0; i < gate.size(); ++i) {
+            const double g = std::min<double>(gate[i], 7.0);
+            const double u = std::clamp<double>(up[i], -7.0, 7.0);
+            const double expect = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+            ASSERT_NEAR(out[i], expect, 2e-6 * std::fabs(expect) + 1e-7) << i << (simd ? " simd" : " scalar");
+            ASSERT_EQ(out[i], in_place[i]) << i;
+        }
     }
 }
 

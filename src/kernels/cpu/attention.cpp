@@ -16,14 +16,24 @@
 #include "kernels/cpu/softmax_pv.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace msa::cpu {
 namespace {
 
 constexpr int kQueryTile = 32;
+
+// Grows a buffer that is kept between calls to at least n values (never shrinks it, so values are not re-zeroed
+// every call); callers write what they read.
+template <class T>
+T* at_least(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
 
 struct Task {
     std::size_t seq;
@@ -128,7 +138,7 @@ void block_logits(const TaskContext& c, const TaskBlocks& tb, std::size_t i, flo
     const int group_heads = H / c.shape->num_kv_heads;
     const std::size_t u0 = tb.user_off[i], u1 = tb.user_off[i + 1];
     const std::int32_t b = tb.all[i];
-    s.a.resize((u1 - u0) * r * D);
+    at_least(s.a, (u1 - u0) * r * D);
     for (std::size_t u = u0; u < u1; ++u) {
         const std::int64_t row = c.seq->q_offset + c.task->i0 + tb.users[u];
         std::memcpy(s.a.data() + (u - u0) * r * D, c.q + (row * H + c.task->group * group_heads + c.task->h0) * D,
@@ -208,16 +218,16 @@ void attend_task(const TaskContext& c, const TaskBlocks& tb, float* out, Scratch
     const std::size_t rows = static_cast<std::size_t>(nq * r);
     std::vector<float> row_max(rows, -std::numeric_limits<float>::infinity()), l(rows, 0.0f), acc(rows * D, 0.0f);
     const bool keep = tb.slots(r) * kKvPageTokens <= kKeepLogitsFloats;
-    s.logits.resize((keep ? tb.slots(r) : rows) * kKvPageTokens);  // all blocks' logits, or one block's
+    at_least(s.logits, (keep ? tb.slots(r) : rows) * kKvPageTokens);  // all blocks' logits, or one block's
     auto logits_of = [&](std::size_t i) { return s.logits.data() + (keep ? tb.user_off[i] * r * kKvPageTokens : 0); };
     for (std::size_t i = 0; i < tb.all.size(); ++i) {
         block_logits(c, tb, i, logits_of(i), s);
         block_max(c, tb, i, logits_of(i), row_max.data());
     }
-    s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
-    s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
-    s.alpha.resize(static_cast<std::size_t>(r));
-    s.o.resize(static_cast<std::size_t>(r) * D);
+    at_least(s.v, static_cast<std::size_t>(kKvPageTokens * D));
+    at_least(s.p, static_cast<std::size_t>(r) * kKvPageTokens);
+    at_least(s.alpha, static_cast<std::size_t>(r));
+    at_least(s.o, static_cast<std::size_t>(r) * D);
     std::vector<float> l_b(static_cast<std::size_t>(r));
     for (std::size_t i = 0; i < tb.all.size(); ++i) {
         const std::int32_t b = tb.all[i];
@@ -238,28 +248,60 @@ void attend_task(const TaskContext& c, const TaskBlocks& tb, float* out, Scratch
 }
 
 // Few tasks (decode): each task's blocks are cut into parts that threads take separately. Pass 1 keeps every
-// block's logits and each part's row maxima; pass 2 computes every block's partials from the combined maxima;
-// pass 3 adds them per row in block order. Same results as attend_task.
+// block's logits and each part's row maxima; pass 2 computes every block's partials from the combined maxima, and
+// the part that finishes a task last adds them per row in block order. Same results as attend_task.
 struct SplitTask {
     TaskContext c;
     TaskBlocks tb;
     int parts = 1;
-    std::vector<float> logits;    // [slots][128]
-    std::vector<float> part_max;  // [parts][nq * r]
+    std::atomic<int> parts_left{0};
+    // Kept from call to call (decode runs this once per layer per token): they only grow, and every value read is
+    // written in the same call first, except part_max, which is reset.
+    std::vector<float> logits;      // [slots][128]
+    std::vector<float> part_max;    // [parts][nq * r]
     std::vector<float> alpha, l_b;  // [slots]
-    std::vector<float> o;         // [slots][D]
+    std::vector<float> o;           // [slots][D]
+    std::vector<float> l, acc;      // [nq * r], [nq * r][D]: the sums, by the last part
 
     std::size_t part_begin(int p) const { return tb.all.size() * static_cast<std::size_t>(p) / parts; }
 };
 
-void attend_split(std::vector<SplitTask>& st, float* out) {
+// Per-thread scratch, kept between calls (pool workers live as long as the process).
+Scratch& thread_scratch() {
+    thread_local Scratch s;
+    return s;
+}
+
+// Adds task x's block partials in block order and writes its rows.
+void finish_split_task(SplitTask& x, float* out) {
+    const int D = x.c.shape->head_dim;
+    const int r = x.c.r();
+    const std::size_t rows = static_cast<std::size_t>((x.c.task->i1 - x.c.task->i0) * r);
+    float* l = at_least(x.l, rows);
+    float* acc = at_least(x.acc, rows * D);
+    std::fill_n(l, rows, 0.0f);
+    std::fill_n(acc, rows * D, 0.0f);
+    for (std::size_t i = 0; i < x.tb.all.size(); ++i) {
+        for (std::size_t u = x.tb.user_off[i]; u < x.tb.user_off[i + 1]; ++u) {
+            const int t = x.tb.users[u];
+            for (int h = 0; h < r; ++h) {
+                const std::size_t slot = u * r + h, row = static_cast<std::size_t>(t * r + h);
+                l[row] = l[row] * x.alpha[slot] + x.l_b[slot];
+                add_partial(acc + row * D, x.alpha[slot], x.o.data() + slot * D, D);
+            }
+        }
+    }
+    write_output(x.c, x.tb, acc, l, out);
+}
+
+void attend_split(std::span<const std::unique_ptr<SplitTask>> st, float* out) {
     std::vector<std::pair<std::size_t, int>> units;  // (task, part)
     for (std::size_t t = 0; t < st.size(); ++t)
-        for (int p = 0; p < st[t].parts; ++p) units.emplace_back(t, p);
+        for (int p = 0; p < st[t]->parts; ++p) units.emplace_back(t, p);
     parallel_for(units.size(), 1, [&](std::size_t begin, std::size_t end) {
-        Scratch s;
+        Scratch& s = thread_scratch();
         for (std::size_t k = begin; k < end; ++k) {
-            SplitTask& x = st[units[k].first];
+            SplitTask& x = *st[units[k].first];
             const int p = units[k].second;
             const int r = x.c.r();
             float* row_max = x.part_max.data() + static_cast<std::size_t>(p) * (x.c.task->i1 - x.c.task->i0) * r;
@@ -271,10 +313,10 @@ void attend_split(std::vector<SplitTask>& st, float* out) {
         }
     });
     parallel_for(units.size(), 1, [&](std::size_t begin, std::size_t end) {
-        Scratch s;
-        std::vector<float> row_max;
+        Scratch& s = thread_scratch();
+        thread_local std::vector<float> row_max;
         for (std::size_t k = begin; k < end; ++k) {
-            SplitTask& x = st[units[k].first];
+            SplitTask& x = *st[units[k].first];
             const int p = units[k].second;
             const int D = x.c.shape->head_dim;
             const int r = x.c.r();
@@ -282,8 +324,8 @@ void attend_split(std::vector<SplitTask>& st, float* out) {
             row_max.assign(rows, -std::numeric_limits<float>::infinity());
             for (int q = 0; q < x.parts; ++q)
                 for (std::size_t j = 0; j < rows; ++j) row_max[j] = std::max(row_max[j], x.part_max[q * rows + j]);
-            s.v.resize(static_cast<std::size_t>(kKvPageTokens * D));
-            s.p.resize(static_cast<std::size_t>(r) * kKvPageTokens);
+            at_least(s.v, static_cast<std::size_t>(kKvPageTokens * D));
+            at_least(s.p, static_cast<std::size_t>(r) * kKvPageTokens);
             for (std::size_t i = x.part_begin(p); i < x.part_begin(p + 1); ++i) {
                 const std::int32_t b = x.tb.all[i];
                 read_kv_rows(x.c.kv->v(x.c.task->group), x.c.seq->pages[b], x.c.valid(b), x.c.read_mode(), s.v.data());
@@ -294,26 +336,8 @@ void attend_split(std::vector<SplitTask>& st, float* out) {
                                   x.alpha.data() + slot, x.l_b.data() + slot, x.o.data() + slot * D);
                 }
             }
-        }
-    });
-    parallel_for(st.size(), 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t k = begin; k < end; ++k) {
-            SplitTask& x = st[k];
-            const int D = x.c.shape->head_dim;
-            const int r = x.c.r();
-            const std::size_t rows = static_cast<std::size_t>((x.c.task->i1 - x.c.task->i0) * r);
-            std::vector<float> l(rows, 0.0f), acc(rows * D, 0.0f);
-            for (std::size_t i = 0; i < x.tb.all.size(); ++i) {
-                for (std::size_t u = x.tb.user_off[i]; u < x.tb.user_off[i + 1]; ++u) {
-                    const int t = x.tb.users[u];
-                    for (int h = 0; h < r; ++h) {
-                        const std::size_t slot = u * r + h, row = static_cast<std::size_t>(t * r + h);
-                        l[row] = l[row] * x.alpha[slot] + x.l_b[slot];
-                        add_partial(acc.data() + row * D, x.alpha[slot], x.o.data() + slot * D, D);
-                    }
-                }
-            }
-            write_output(x.c, x.tb, acc.data(), l.data(), out);
+            // The last part of the task to finish sees every part's partials (acquire-release on the count).
+            if (x.parts_left.fetch_sub(1, std::memory_order_acq_rel) == 1) finish_split_task(x, out);
         }
     });
 }
@@ -343,25 +367,31 @@ void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const flo
     const auto threads = static_cast<std::size_t>(num_threads());
     // Fewer tasks than threads (decode): cut each task's blocks into parts, about two per thread in all.
     if (threads > 1 && tasks.size() < threads) {
-        std::vector<SplitTask> st(tasks.size());
+        // The split tasks and their buffers are kept between calls (this runs once per layer and decode token).
+        thread_local std::vector<std::unique_ptr<SplitTask>> kept;
+        while (kept.size() < tasks.size()) kept.push_back(std::make_unique<SplitTask>());
+        const std::span<const std::unique_ptr<SplitTask>> st(kept.data(), tasks.size());
         std::size_t floats = 0;
         const int parts = static_cast<int>((2 * threads + tasks.size() - 1) / tasks.size());
         for (std::size_t t = 0; t < tasks.size(); ++t) {
-            SplitTask& x = st[t];
+            SplitTask& x = *st[t];
             x.c = TaskContext{&kv, &seqs[tasks[t].seq], &tasks[t], q, &shape, q8};
             plan_task(seqs[tasks[t].seq], tasks[t], selected, topk, shape.num_kv_heads, x.tb);
             x.parts = std::max(1, std::min<int>(parts, static_cast<int>(x.tb.all.size())));
             floats += x.tb.slots(group_heads) * (kKvPageTokens + shape.head_dim + 2);
         }
         if (floats <= kSplitMaxFloats) {
-            for (SplitTask& x : st) {
+            for (const auto& xp : st) {
+                SplitTask& x = *xp;
                 const std::size_t slots = x.tb.slots(group_heads);
                 const std::size_t rows = static_cast<std::size_t>(x.c.task->i1 - x.c.task->i0) * group_heads;
-                x.logits.resize(slots * kKvPageTokens);
-                x.part_max.assign(static_cast<std::size_t>(x.parts) * rows, -std::numeric_limits<float>::infinity());
-                x.alpha.resize(slots);
-                x.l_b.resize(slots);
-                x.o.resize(slots * static_cast<std::size_t>(shape.head_dim));
+                at_least(x.logits, slots * kKvPageTokens);
+                std::fill_n(at_least(x.part_max, static_cast<std::size_t>(x.parts) * rows), x.parts * rows,
+                            -std::numeric_limits<float>::infinity());
+                at_least(x.alpha, slots);
+                at_least(x.l_b, slots);
+                at_least(x.o, slots * static_cast<std::size_t>(shape.head_dim));
+                x.parts_left.store(x.parts, std::memory_order_relaxed);
             }
             attend_split(st, out);
             return;
@@ -379,7 +409,7 @@ void attend(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const flo
         }
     }
     parallel_for(tasks.size(), 1, [&](std::size_t begin, std::size_t end) {
-        Scratch s;
+        Scratch& s = thread_scratch();
         TaskBlocks tb;
         for (std::size_t t = begin; t < end; ++t) {
             const TaskContext c{&kv, &seqs[tasks[t].seq], &tasks[t], q, &shape, q8};

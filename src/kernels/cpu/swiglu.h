@@ -6,7 +6,8 @@
 
 namespace msa::cpu {
 
-// gate, up, out: [n] (out may alias gate or up).
+// gate, up, out: [n] (out may alias gate or up). With AVX2 the exponential is vec_math_avx2.h's (about 1 ulp), so
+// results may differ from the scalar version's in the last bits.
 void swigluoai(const float* gate, const float* up, std::int64_t n, float* out);
 
 }  // namespace msa::cpu
