@@ -119,23 +119,23 @@ private:
     }
 
     // Claims ranges of loop `gen` until none is left; returns when the counter has moved past them or to a newer loop.
-    // A claim is one fetch_add on the ticket (16 threads retrying a compare-exchange on one cache line cost several
-    // microseconds per loop), and the ranges a thread ran are counted done once, when it stops.
     void claim_and_run(std::uint32_t gen) {
-        std::uint32_t ran = 0;  // ranges of loop `gen` run and not yet counted in done_
+        std::uint64_t t = ticket_.load(std::memory_order_acquire);
         while (true) {
-            const std::uint64_t seen = ticket_.load(std::memory_order_acquire);
-            if (ticket_generation(seen) != gen || ticket_index(seen) >= ticket_ranges(seen)) break;
-            // The returned ticket names the range this thread now owns: its generation may be newer than `gen`
-            // if the loop ended and another began since the load. Then `ran` is 0 (loop `gen` could not end while
-            // this thread held uncounted ranges of it), and the range belongs to the new loop, whose parameters
-            // were written before its ticket was released. The range count comes from the ticket itself, never from
-            // a separate variable (that once let a thread claim a range of one loop with another loop's count).
-            const std::uint64_t claim = ticket_.fetch_add(1, std::memory_order_acq_rel);
-            const std::uint32_t ranges = ticket_ranges(claim);
-            const std::uint32_t index = ticket_index(claim);
-            if (index >= ranges) break;  // a failed claim leaves the index past the count: at most one per thread
-            gen = ticket_generation(claim);
+            if (ticket_generation(t) != gen) return;
+            // The range count comes from the ticket itself. Reading it from a separate variable let a worker that
+            // had just finished loop g see loop g+1's larger count while the ticket still showed g, claim a range
+            // "of g" that did not exist, and run it with g+1's function (a range run twice, and a done count that
+            // overshot, so the caller waited forever).
+            const std::uint32_t ranges = ticket_ranges(t);
+            const std::uint32_t index = ticket_index(t);
+            if (index >= ranges) return;
+            if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                continue;
+            }
+            // The claim succeeded on an open range of loop `gen`, so the loop's parameters are this loop's (they
+            // were written before its ticket was released), and its caller cannot return before this range is
+            // counted done.
             const std::size_t n = n_.load(std::memory_order_relaxed);
             const std::size_t begin = n * index / ranges;
             const std::size_t end = n * (index + 1) / ranges;
@@ -145,9 +145,9 @@ private:
                 const std::lock_guard<std::mutex> lock(error_mutex_);
                 if (!error_) error_ = std::current_exception();
             }
-            ++ran;
+            done_.fetch_add(1, std::memory_order_acq_rel);
+            t = ticket_.load(std::memory_order_acquire);
         }
-        if (ran > 0) done_.fetch_add(ran, std::memory_order_acq_rel);
     }
 
     void worker_loop() {

@@ -35,8 +35,9 @@ void expert_forward(const ExpertWeightsView& w, const float* x, std::int64_t m, 
     if (m <= 0) return;
     const std::int64_t inter = w.w1.rows;
     std::vector<float> gate(static_cast<std::size_t>(m * inter)), up(gate.size());
-    linear(w.w1, x, m, gate.data(), mode);
-    linear(w.w3, x, m, up.data(), mode);
+    // Gate and up in one parallel region (as the experts do): one fork/join fewer per dense layer.
+    const LinearTask gate_up[] = {{&w.w1, x, nullptr, m, gate.data(), mode}, {&w.w3, x, nullptr, m, up.data(), mode}};
+    linear_many(gate_up);
     swigluoai(gate.data(), up.data(), m * inter, gate.data());
     linear(w.w2, gate.data(), m, out, mode);
 }
