@@ -113,7 +113,7 @@ struct Recorder {
             const char* v = std::getenv(var);
             extra[var] = v ? v : "";
         }
-        extra["spin_us"] = worker_spin_us();  // the pool's worker spin before sleeping (MSA_SPIN_US)
+        extra["spin_us"] = worker_spin_us();     // the pool's worker spin before sleeping (MSA_SPIN_US)
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());
@@ -471,11 +471,11 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     const double achieved = (weight_bytes + kv_bytes) / step_s / 1e9;
     rec.add("model_" + name + "_decode", 1.0 / step_s, "tokens/s",
             with(extra, {{"median_step_seconds", step_s},
-                                {"weight_bytes_per_token", weight_bytes},
-                                {"kv_bytes_per_token", kv_bytes},
-                                {"achieved_GBps", achieved},
-                                {"fraction_of_bandwidth", achieved / triad},
-                                {"pool", pool_profile_per_token(pool_stats, decode_wall, bm.decode_tokens)}}));
+                         {"weight_bytes_per_token", weight_bytes},
+                         {"kv_bytes_per_token", kv_bytes},
+                         {"achieved_GBps", achieved},
+                         {"fraction_of_bandwidth", achieved / triad},
+                         {"pool", pool_profile_per_token(pool_stats, decode_wall, bm.decode_tokens)}}));
 }
 
 int run(int argc, char** argv) {

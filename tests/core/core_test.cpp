@@ -122,7 +122,7 @@ TEST(ParallelFor, ProfileCountsTopLevelLoopsPerCallSite) {
     };
     std::atomic<long> total{0};
     for (int i = 0; i < 3; ++i) parallel_for(30, 1, sum_into(total));  // site A, three loops
-    parallel_for(30, 1, [&](std::size_t b, std::size_t e) {             // site B, one loop with nested ones
+    parallel_for(30, 1, [&](std::size_t b, std::size_t e) {            // site B, one loop with nested ones
         for (std::size_t i = b; i < e; ++i) parallel_for(2, 1, [&](std::size_t, std::size_t) {});
         total += static_cast<long>(e - b);
     });

@@ -1,10 +1,10 @@
 // Dense and sparse attention on paged KV against a double-precision reference written here (exact mode) and a
 // straightforward transcription of msa.md section 5 (Q8KV4 mode); plus the properties the engine relies on:
 // dense == sparse when the selection covers every block, and results independent of how queries are batched.
+#include "kernels/cpu/attention.h"
 #include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "formats/scalar_formats.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_rows.h"
 #include "support/cpu_mode.h"
 #include "support/test_data.h"

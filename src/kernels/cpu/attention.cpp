@@ -122,12 +122,12 @@ struct TaskContext {
 };
 
 struct Scratch {
-    std::vector<float> k, v;        // [128][D]
-    std::vector<float> a;           // gathered queries [users * r][D]
-    std::vector<float> logits;      // [users * r][128] (or a whole task's, when kept between the passes)
-    std::vector<float> p;           // [r][128]
-    std::vector<float> alpha;       // [r]
-    std::vector<float> o;           // [r][D]: one user's PV partials of one block
+    std::vector<float> k, v;    // [128][D]
+    std::vector<float> a;       // gathered queries [users * r][D]
+    std::vector<float> logits;  // [users * r][128] (or a whole task's, when kept between the passes)
+    std::vector<float> p;       // [r][128]
+    std::vector<float> alpha;   // [r]
+    std::vector<float> o;       // [r][D]: one user's PV partials of one block
 };
 
 // Logits of block i of the task for its user rows: out[slot - first slot of the block][128].

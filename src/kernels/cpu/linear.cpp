@@ -87,7 +87,11 @@ void linear(const WeightView& w, const float* x, std::int64_t m, float* y, Activ
         return;
     }
     split_outputs(
-        w, m, [&](std::int64_t n0, std::int64_t n1) { run_float(GemmJob{&w, x, m, y, w.rows, n0, n1}); }, where);
+        w, m,
+        [&](std::int64_t n0, std::int64_t n1) {
+            run_float(GemmJob{&w, x, m, y, w.rows, n0, n1});
+        },
+        where);
 }
 
 namespace {
@@ -133,20 +137,23 @@ void linear_many(std::span<const LinearTask> tasks, std::source_location where) 
         const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
         for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({t, n0, std::min(task.w->rows, n0 + grain)});
     }
-    parallel_for(chunks.size(), 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t c = begin; c < end; ++c) {
-            const LinearTask& task = tasks[chunks[c].task];
-            const Q8Rows& own = quantised[chunks[c].task];
-            const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, chunks[c].n0, chunks[c].n1};
-            if (task.xq != nullptr) {
-                run_q8(job, *task.xq);
-            } else if (own.m > 0) {
-                run_q8(job, own);
-            } else {
-                run_float(job);
+    parallel_for(
+        chunks.size(), 1,
+        [&](std::size_t begin, std::size_t end) {
+            for (std::size_t c = begin; c < end; ++c) {
+                const LinearTask& task = tasks[chunks[c].task];
+                const Q8Rows& own = quantised[chunks[c].task];
+                const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, chunks[c].n0, chunks[c].n1};
+                if (task.xq != nullptr) {
+                    run_q8(job, *task.xq);
+                } else if (own.m > 0) {
+                    run_q8(job, own);
+                } else {
+                    run_float(job);
+                }
             }
-        }
-    }, where);
+        },
+        where);
 }
 
 }  // namespace msa::cpu
