@@ -6,6 +6,9 @@
 #
 #   bench/run_cpu_bench.sh [extra msa_cpu_bench arguments]
 #
+# Bandwidth buffers are 4x the last-level cache (at least 256 MiB) and every decode step starts with that cache
+# evicted, so decode reads memory as a model larger than the cache would; pass --warm-cache to keep the cache.
+#
 # Environment:
 #   THREADS=N        threads for every kernel and the bandwidth tests (default: all CPUs)
 #   RESULTS_DIR=DIR  where the JSON goes (default: bench/results)
