@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -178,9 +179,16 @@ private:
     }
 
 public:
-    std::atomic<std::uint64_t> sleeps_{0};
+    // Times a worker gave up spinning and slept (for the profile).
+    std::uint64_t sleeps() const {
+        return sleeps_.load(std::memory_order_relaxed);
+    }
+    void reset_sleeps() {
+        sleeps_.store(0, std::memory_order_relaxed);
+    }
 
 private:
+    std::atomic<std::uint64_t> sleeps_{0};
     std::vector<std::thread> workers_;
     std::atomic<std::uint32_t> generation_{0};
     std::atomic<std::uint64_t> ticket_{0};
@@ -226,7 +234,9 @@ struct Profile {
         last_end = end;
         loop_seconds += seconds;
         for (Site& s : sites) {
-            if (s.line == where.line() && s.file == where.file_name()) {
+            // The same file's name may be a different pointer in another translation unit (inline functions).
+            if (s.line == where.line() &&
+                (s.file == where.file_name() || std::strcmp(s.file, where.file_name()) == 0)) {
                 ++s.stats.loops;
                 s.stats.seconds += seconds;
                 s.stats.seconds_before += before;
@@ -273,7 +283,7 @@ ParallelStats parallel_stats() {
     const std::lock_guard<std::mutex> lock(pool_mutex());
     ParallelStats s;
     s.loops = profile().loops.load(std::memory_order_relaxed);
-    s.worker_sleeps = pool().sleeps_.load(std::memory_order_relaxed);
+    s.worker_sleeps = pool().sleeps();
     s.loop_seconds = profile().loop_seconds;
     for (const auto& site : profile().sites) s.sites.push_back(site.stats);
     return s;
@@ -282,7 +292,7 @@ ParallelStats parallel_stats() {
 void reset_parallel_stats() {
     const std::lock_guard<std::mutex> lock(pool_mutex());
     profile().loops.store(0, std::memory_order_relaxed);
-    pool().sleeps_.store(0, std::memory_order_relaxed);
+    pool().reset_sleeps();
     profile().loop_seconds = 0.0;
     profile().last_end = {};
     profile().sites.clear();
