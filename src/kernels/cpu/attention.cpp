@@ -11,7 +11,6 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "kernels/cpu/gemm_nt.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/softmax_pv.h"
 
@@ -181,8 +180,10 @@ void block_partial(const TaskContext& c, const float* logits, int t, int visible
     pv_accumulate_rows(o, alpha, s.p.data(), kKvPageTokens, s.v.data(), visible, D, c.q8, r);
 }
 
-// acc = acc * alpha + o, as pv_accumulate finishes (a multiply, then an add of the partial).
-void add_partial(float* acc, float alpha, const float* o, int D) {
+// Adds one block's partial to a row's sums: l = l * alpha + l_b, acc = acc * alpha + o (a multiply, then an add, as
+// pv_accumulate finishes). Both paths add through this one function, so their bits agree.
+void add_block(float& l, float* acc, float alpha, float l_b, const float* o, int D) {
+    l = l * alpha + l_b;
     for (int d = 0; d < D; ++d) acc[d] = acc[d] * alpha + o[d];
 }
 
@@ -239,8 +240,7 @@ void attend_task(const TaskContext& c, const TaskBlocks& tb, float* out, Scratch
                           row_max.data(), s, s.alpha.data(), l_b.data(), s.o.data());
             for (int h = 0; h < r; ++h) {
                 const std::size_t st = static_cast<std::size_t>(t * r + h);
-                l[st] = l[st] * s.alpha[h] + l_b[h];
-                add_partial(acc.data() + st * D, s.alpha[h], s.o.data() + h * D, D);
+                add_block(l[st], acc.data() + st * D, s.alpha[h], l_b[h], s.o.data() + h * D, D);
             }
         }
     }
@@ -286,8 +286,7 @@ void finish_split_task(SplitTask& x, float* out) {
             const int t = x.tb.users[u];
             for (int h = 0; h < r; ++h) {
                 const std::size_t slot = u * r + h, row = static_cast<std::size_t>(t * r + h);
-                l[row] = l[row] * x.alpha[slot] + x.l_b[slot];
-                add_partial(acc + row * D, x.alpha[slot], x.o.data() + slot * D, D);
+                add_block(l[row], acc + row * D, x.alpha[slot], x.l_b[slot], x.o.data() + slot * D, D);
             }
         }
     }
