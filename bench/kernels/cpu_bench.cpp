@@ -435,7 +435,7 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     reset_parallel_stats();
     double decode_wall = 0.0;  // the steps' wall time, without the evictions
     for (int i = 0; i < bm.decode_tokens; ++i) {
-        if (g_cold_cache) {  // one loop of the pool, kept out of the profile
+        if (g_cold_cache) {  // a loop of the pool, kept out of the profile
             set_parallel_profiling(false);
             evict_llc();
             set_parallel_profiling(true);
@@ -447,8 +447,7 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
         decode_wall += wall;
         steps.push_back(g_cpu_time ? process_cpu_seconds() - c0 : wall);
     }
-    ParallelStats pool_stats = parallel_stats();
-    if (g_cold_cache) pool_stats.loops -= static_cast<std::uint64_t>(bm.decode_tokens);  // the evictions
+    const ParallelStats pool_stats = parallel_stats();
     set_parallel_profiling(false);
     std::sort(steps.begin(), steps.end());
     const double step_s = steps[steps.size() / 2];

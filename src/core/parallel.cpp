@@ -315,7 +315,8 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     const auto threads = static_cast<std::size_t>(num_threads());
     const auto ranges = static_cast<std::uint32_t>(std::min({max_chunks, threads * kRangesPerThread, kMaxRanges}));
     Profile& prof = profile();
-    prof.loops.fetch_add(1, std::memory_order_relaxed);
+    const bool profiling = prof.on.load(std::memory_order_relaxed);
+    if (profiling) prof.loops.fetch_add(1, std::memory_order_relaxed);
     // One range, or one thread: run inline, and not as a nested loop, so loops inside fn may still use the pool.
     if (ranges <= 1 || threads <= 1) {
         fn(0, n);
@@ -327,10 +328,9 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         fn(0, n);
         return;
     }
-    const bool timed = prof.on.load(std::memory_order_relaxed);
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     pool().run(n, ranges, static_cast<std::uint32_t>(std::min<std::size_t>(ranges, threads) - 1), fn);
-    if (timed) prof.add(where, t0, std::chrono::steady_clock::now());
+    if (profiling) prof.add(where, t0, std::chrono::steady_clock::now());
 }
 
 }  // namespace msa

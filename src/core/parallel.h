@@ -38,7 +38,7 @@ struct ParallelSiteStats {
     double seconds_before = 0.0;
 };
 struct ParallelStats {
-    std::uint64_t loops = 0;               // top-level loops, including those run inline (one range or one thread)
+    std::uint64_t loops = 0;               // top-level loops while profiling is on, also those run inline
     std::uint64_t worker_sleeps = 0;       // times a worker gave up spinning and slept
     double loop_seconds = 0.0;             // wall time inside loops run by the pool, while profiling is on
     std::vector<ParallelSiteStats> sites;  // while profiling is on; by call site, in order of first use
