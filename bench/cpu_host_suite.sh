@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU figures of one host in one command, for the staged binaries (bench/stage_cpu_bench.sh; with BEFORE=<commit>
 # also cpubin/before/, run the same way, interleaved): per thread count, the NVFP4 W4A4 / MXFP8 / BF16 GEMVs alone
-# (msa_gemv_bench: a 4096 x 4096 matrix streamed from >= 192 MiB, and 512 x 4096 in cache; for the new binary also
+# (msa_gemv_bench: a 4096 x 4096 matrix streamed from >= 4x the LLC (192 MiB before session 10), and 512 x 4096 in cache; for the new binary also
 # a 512 x 1024 W4A4 GEMV after 0 / 30 / 300 us of serial work, the price of a region whose workers went idle) and the
 # model benchmark
 # (run_cpu_bench.sh with RANDOM_KV=1 QUICK=1: bandwidths, GEMVs, MSA attention, tiny and mid decode).

@@ -5,12 +5,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include <time.h>
+#include <unistd.h>
 
 namespace msa::bench {
 
@@ -62,6 +65,20 @@ inline std::string measured_commit() {
         commit += "-dirty";
     }
     return commit;
+}
+
+// Size of the last-level cache in bytes (0 when the C library does not know it).
+inline std::size_t llc_bytes() {
+    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<std::size_t>(v) : 0;
+}
+
+// Bytes of data a benchmark must cycle through to measure memory rather than cache: 256 MiB, or 4x the last-level
+// cache when that is larger. Server CPUs have L3 caches of 300-500 MiB (the 16-CPU Xeon host of the GPU machine:
+// 300 MiB; this project's 2-CPU EPYC VM: 508 MiB), which held most of a 256 MiB buffer.
+inline std::size_t memory_buffer_bytes() {
+    return std::max<std::size_t>(std::size_t{256} << 20, 4 * llc_bytes());
 }
 
 }  // namespace msa::bench

@@ -39,7 +39,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -124,20 +123,6 @@ std::string machine_name() {
     return msa::bench::cpu_model_name() + ", " + std::to_string(omp_get_num_procs()) + " CPUs";
 }
 
-// Size of the last-level cache in bytes (0 when the C library does not know it).
-std::size_t llc_bytes() {
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return v > 0 ? static_cast<std::size_t>(v) : 0;
-}
-
-// Bytes of each bandwidth-test buffer: 256 MiB, or 4x the last-level cache when that is larger. Server CPUs have
-// L3 caches of 300-500 MiB (the 16-CPU Xeon host of the GPU machine: 300 MiB; this project's 2-CPU EPYC VM: 508
-// MiB), which held most of a 256 MiB buffer and made the "memory" bandwidth a cache figure.
-std::size_t stream_buffer_bytes() {
-    return std::max<std::size_t>(std::size_t{256} << 20, 4 * llc_bytes());
-}
-
 // Evicts the last-level cache: adds to every word of a buffer of twice its size. Decode steps run after this
 // (unless --warm-cache), so their weights and KV come from memory, as for a model larger than the cache. It runs on
 // the engine's own thread pool: OpenMP's threads would keep spinning after the loop and take the cores the decode
@@ -149,10 +134,10 @@ void evict_llc() {
     });
 }
 
-// STREAM triad a = b + s * c over doubles, 3 arrays of stream_buffer_bytes(); bytes counted 24 per element (no
+// STREAM triad a = b + s * c over doubles, 3 arrays of memory_buffer_bytes(); bytes counted 24 per element (no
 // write-allocate, as STREAM counts). Best of 5.
 double triad_gbps(int threads) {
-    const std::size_t n = stream_buffer_bytes() / 8;
+    const std::size_t n = memory_buffer_bytes() / 8;
     std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
     double best = 0;
     for (int r = 0; r < 6; ++r) {
@@ -165,10 +150,10 @@ double triad_gbps(int threads) {
     return best + a[n / 3] * 0.0;
 }
 
-// Copy bandwidth: memcpy of stream_buffer_bytes() between two buffers split over the threads; 2 bytes moved (read +
+// Copy bandwidth: memcpy of memory_buffer_bytes() between two buffers split over the threads; 2 bytes moved (read +
 // write) per byte copied. Best of 5 after a warm-up.
 double copy_gbps(int threads) {
-    const std::size_t n = stream_buffer_bytes();
+    const std::size_t n = memory_buffer_bytes();
     std::vector<char> src(n, 1), dst(n, 0);
     double best = 0;
     for (int r = 0; r < 6; ++r) {
@@ -187,9 +172,9 @@ double copy_gbps(int threads) {
 }
 
 // Read bandwidth, the access pattern of decode (weights and KV are only read): 64-bit sums over
-// stream_buffer_bytes() split over the threads, four independent accumulators per thread. Best of 5 after a warm-up.
+// memory_buffer_bytes() split over the threads, four independent accumulators per thread. Best of 5 after a warm-up.
 double read_gbps(int threads) {
-    const std::size_t n = stream_buffer_bytes() / 8;  // 64-bit words
+    const std::size_t n = memory_buffer_bytes() / 8;  // 64-bit words
     std::vector<std::uint64_t> a(n);
     for (std::size_t i = 0; i < n; ++i) a[i] = i;
     double best = 0;
@@ -530,7 +515,7 @@ int run(int argc, char** argv) {
         rec.add("read_bandwidth", read, "GB/s");
         bandwidth = std::max({triad, copy, read});
         rec.add("reference_bandwidth", bandwidth, "GB/s",
-                {{"buffer_bytes", stream_buffer_bytes()}, {"llc_bytes", llc_bytes()}});
+                {{"buffer_bytes", memory_buffer_bytes()}, {"llc_bytes", llc_bytes()}});
     }
     if (kernels) {
         if (!attention_only) bench_gemv(rec, bandwidth, gemv_only || quick);

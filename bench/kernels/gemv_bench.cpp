@@ -6,11 +6,12 @@
 //   msa_gemv_bench [--format nvfp4_w4a4|nvfp4_int8|nvfp4_exact|mxfp8|bf16] [--rows N] [--cols K] [--calls C]
 //                  [--reps R] [--threads T] [--stream] [--gap-us G] [--out FILE] [--commit SHA] [--label TEXT]
 //
-// --stream: round-robin over copies of the matrix totalling >= 192 MiB (weights from memory); otherwise one matrix
-// (in cache when it fits). GB/s counts the weight bytes (codes + scales) per call. --out appends its records to the
-// JSON array already in FILE (or starts one). --gap-us G: the calling thread spins G microseconds after each call
-// (the serial work between a decode step's parallel regions) and only the calls are timed (wall): with several
-// threads, the difference to --gap-us 0 is what a region costs when the pool's workers had to wait in between.
+// --stream: round-robin over copies of the matrix totalling >= memory_buffer_bytes() (256 MiB or 4x the last-level
+// cache: weights from memory); otherwise one matrix (in cache when it fits). GB/s counts the weight bytes (codes +
+// scales) per call. --out appends its records to the JSON array already in FILE (or starts one). --gap-us G: the
+// calling thread spins G microseconds after each call (the serial work between a decode step's parallel regions) and
+// only the calls are timed (wall): with several threads, the difference to --gap-us 0 is what a region costs when the
+// pool's workers had to wait in between.
 #include "common/bench_host.h"
 #include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
@@ -73,7 +74,8 @@ int run(int argc, char** argv) {
     std::vector<OwnedLinear> ms;
     ms.push_back(random_linear(f, rows, cols, wrng));
     const std::size_t bytes = ms[0].view.bytes();
-    while (stream && ms.size() * bytes < (std::size_t{192} << 20)) ms.push_back(random_linear(f, rows, cols, wrng, &ms.front()));
+    while (stream && ms.size() * bytes < memory_buffer_bytes())
+        ms.push_back(random_linear(f, rows, cols, wrng, &ms.front()));
     std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(rows));
     std::mt19937 rng(2);
     for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
@@ -125,10 +127,20 @@ int run(int argc, char** argv) {
         nlohmann::json recs = nlohmann::json::array();
         const std::string date = run_command("date -u +%F");
         auto add = [&](const std::string& fig, double value, const std::string& unit) {
-            recs.push_back({{"figure", fig}, {"value", value}, {"unit", unit}, {"date", date},
-                            {"machine", machine_description()}, {"commit", commit.empty() ? measured_commit() : commit},
-                            {"threads", threads}, {"rows", rows}, {"cols", cols}, {"bytes_per_call", bytes},
-                            {"calls", calls}, {"reps", reps}, {"label", label},
+            recs.push_back({{"figure", fig},
+                            {"value", value},
+                            {"unit", unit},
+                            {"date", date},
+                            {"machine", machine_description()},
+                            {"commit", commit.empty() ? measured_commit() : commit},
+                            {"threads", threads},
+                            {"rows", rows},
+                            {"cols", cols},
+                            {"bytes_per_call", bytes},
+                            {"calls", calls},
+                            {"reps", reps},
+                            {"label", label},
+                            {"weight_bytes_cycled", ms.size() * bytes},
                             {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")}});
         };
         add(figure + "_wall", static_cast<double>(bytes) / t_wall / 1e9, "GB/s");
