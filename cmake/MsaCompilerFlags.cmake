@@ -25,6 +25,8 @@ endif()
 # The baseline build targets generic x86-64 so that the binary runs on any machine; AVX2/FMA/F16C code lives in
 # files named *_avx2.cpp that get the extra flags and are only called after a run-time CPU check (core/cpu_features).
 set(MSA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+# AVX-512 kernels (files named *_avx512.cpp) also use AVX2 helpers, hence both sets.
+set(MSA_AVX512_FLAGS ${MSA_AVX2_FLAGS} -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni)
 
 # Precompiled third-party headers: nlohmann/json, fmt and the STL parts most files use are parsed once per target
 # instead of once per file (the test executables share one set with GoogleTest and RapidCheck added, see
@@ -69,21 +71,29 @@ function(msa_avx2_sources)
   set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${MSA_AVX2_FLAGS}" SKIP_PRECOMPILE_HEADERS ON)
 endfunction()
 
+# msa_avx512_sources(<file>...): compile the given sources with AVX-512 (F/BW/DQ/VL/VNNI) and AVX2 enabled.
+function(msa_avx512_sources)
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${MSA_AVX512_FLAGS}" SKIP_PRECOMPILE_HEADERS ON)
+endfunction()
+
 # msa_add_library(<name> SOURCES ... DEPS ... [PUBLIC_DEPS ...]): a static library of one module.
 function(msa_add_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS;AVX2_SOURCES" ${ARGN})
-  if(NOT ARG_SOURCES AND NOT ARG_AVX2_SOURCES)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PUBLIC_DEPS;AVX2_SOURCES;AVX512_SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES AND NOT ARG_AVX2_SOURCES AND NOT ARG_AVX512_SOURCES)
     # A module whose sources have not landed yet: headers only.
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${name} INTERFACE ${ARG_PUBLIC_DEPS})
     return()
   endif()
-  add_library(${name} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES})
+  add_library(${name} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES} ${ARG_AVX512_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
   if(ARG_AVX2_SOURCES)
     msa_avx2_sources(${ARG_AVX2_SOURCES})
+  endif()
+  if(ARG_AVX512_SOURCES)
+    msa_avx512_sources(${ARG_AVX512_SOURCES})
   endif()
   msa_target_defaults(${name})
 endfunction()

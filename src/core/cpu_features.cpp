@@ -21,16 +21,21 @@ CpuFeatures detect() {
     const bool fma = (ecx & bit_FMA) != 0;
     const bool f16c = (ecx & bit_F16C) != 0;
     const bool osxsave = (ecx & bit_OSXSAVE) != 0;
-    bool ymm_enabled = false;
+    bool ymm_enabled = false, zmm_enabled = false;
     if (osxsave) {
         unsigned lo = 0, hi = 0;
         __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
         ymm_enabled = (lo & 0x6) == 0x6;
+        zmm_enabled = (lo & 0xE6) == 0xE6;  // also the opmask and both halves of the zmm registers
     }
     if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
         f.avx2 = ymm_enabled && fma && f16c && (ebx & bit_AVX2) != 0;
         f.bmi2 = (ebx & bit_BMI2) != 0;
         f.avx512f = ymm_enabled && (ebx & bit_AVX512F) != 0;
+        const unsigned avx512_ebx = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+        const char* no_avx512 = std::getenv("MSA_NO_AVX512");
+        f.avx512 = f.avx2 && zmm_enabled && (ebx & avx512_ebx) == avx512_ebx && (ecx & bit_AVX512VNNI) != 0 &&
+                   !(no_avx512 != nullptr && std::strcmp(no_avx512, "0") != 0);
     }
     return f;
 }

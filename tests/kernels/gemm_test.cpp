@@ -113,6 +113,43 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<Case, bool>>& in
 INSTANTIATE_TEST_SUITE_P(Formats, LinearTest, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Bool()),
                          case_name);
 
+// The AVX-512 small-batch kernels (BF16, MXFP8: two weight rows per register) give the AVX2 kernels' results bit for
+// bit, for every tile shape, odd row counts and both MXFP8 block checks (codes, and the adopted weight's bitmap).
+TEST(Linear, Avx512EqualsAvx2BitForBit) {
+    if (!cpu_features().avx512) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, DQ, VL, VNNI)";
+    CpuFeatures avx2_only = cpu_features();
+    avx2_only.avx512 = false;
+    std::uint32_t seed = 900;
+    for (LinearFormat format : {LinearFormat::bf16, LinearFormat::mxfp8}) {
+        for (std::int64_t n : {1, 2, 3, 8, 9, 19}) {
+            for (std::int64_t k : {32, 96, 1024}) {
+                auto w = make_weight(format, n, k, seed++);
+                if (format == LinearFormat::mxfp8) {  // E4M3 subnormals in some rows' blocks: the F16C decoding
+                    for (std::int64_t r = 0; r < n; r += 3)
+                        w.data[static_cast<std::size_t>(r * k + (r * 37) % k)] = 0x81;
+                }
+                const auto flags = format == LinearFormat::mxfp8 ? cpu::mxfp8_exponent_zero_blocks(w.view())
+                                                                 : std::vector<std::uint64_t>{};
+                WeightView with_bitmap = w.view();
+                with_bitmap.mxfp8_exponent_zero_blocks = flags.empty() ? nullptr : flags.data();
+                for (std::int64_t m : {1, 2, 3, 4, 5, 8}) {
+                    const auto x = random_floats(static_cast<std::size_t>(m * k), seed++);
+                    for (const WeightView& v : {w.view(), with_bitmap}) {
+                        std::vector<float> wide(static_cast<std::size_t>(m * n), -1.0f), narrow(wide.size(), -2.0f);
+                        cpu::linear(v, x.data(), m, wide.data());
+                        {
+                            test::ScopedCpuFeatures only(avx2_only);
+                            cpu::linear(v, x.data(), m, narrow.data());
+                        }
+                        ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+                            << linear_format_name(format) << " n " << n << " k " << k << " m " << m;
+                    }
+                }
+            }
+        }
+    }
+}
+
 // W4A4 (M3.1 experts): the integer path against a reference that quantises the activations itself with the
 // formats library and computes in double.
 TEST(LinearW4a4, MatchesQuantisedActivationReference) {

@@ -188,6 +188,32 @@ TEST(Nvfp4Q8Gemv, SimdEqualsScalarUpToSummationOrder) {
         ASSERT_NEAR(simd[t], scalar[t], std::ldexp(1.0, -24) * 72 * 2 * mag[t] + 1e-30) << t;
 }
 
+// The AVX-512 kernel (row pairs, K a multiple of 128, a last odd row on AVX2) gives the AVX2 kernel's results bit
+// for bit, on arbitrary codes in both activation modes, for every tile shape and remainder.
+TEST(Nvfp4Q8Gemv, Avx512EqualsAvx2BitForBit) {
+    if (!cpu_features().avx512) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, DQ, VL, VNNI)";
+    CpuFeatures avx2_only = cpu_features();
+    avx2_only.avx512 = false;
+    std::uint32_t seed = 500;
+    for (std::int64_t n : {1, 2, 3, 7, 8, 9, 17, 24}) {
+        for (std::int64_t k : {128, 384, 1024}) {
+            for (std::int64_t m : {1, 2, 3, 4, 5, 8}) {
+                for (bool w4a4 : {true, false}) {
+                    const Problem p = make_problem(n, k, m, w4a4, seed++);
+                    std::vector<float> wide(static_cast<std::size_t>(m * n), -1.0f), narrow(wide.size(), -2.0f);
+                    cpu::linear_q8(p.view(), p.xq, wide.data());
+                    {
+                        test::ScopedCpuFeatures only(avx2_only);
+                        cpu::linear_q8(p.view(), p.xq, narrow.data());
+                    }
+                    ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+                        << "n " << n << " k " << k << " m " << m << " w4a4 " << w4a4;
+                }
+            }
+        }
+    }
+}
+
 TEST(Nvfp4Q8Layout, IndexIsABijectionAndGroupSlotsAgree) {
     for (std::int64_t k : {16, 32, 48, 64, 80, 112, 128, 192, 1088}) {
         std::vector<int> seen(static_cast<std::size_t>(k), 0);

@@ -1,5 +1,6 @@
 #include "kernels/cpu/fp_tables.h"
 
+#include "core/error.h"
 #include "formats/scalar_formats.h"
 
 #include <array>
@@ -24,6 +25,26 @@ const float* e4m3_half_table() {
         return t;
     }();
     return table.data();
+}
+
+namespace {
+
+std::array<float, 256> block_factor_table(int shift) {
+    std::array<float, 256> t{};
+    for (int e = 0; e < 256; ++e) {
+        const int exp = e - 127 + shift;
+        t[e] = exp > 127 ? std::bit_cast<float>(0x7F800000u)
+                         : std::bit_cast<float>(static_cast<std::uint32_t>(exp + 127) << 23);
+    }
+    return t;
+}
+
+}  // namespace
+
+const float* mxfp8_block_factors(int shift) {
+    static const std::array<float, 256> integer = block_factor_table(120), f16c = block_factor_table(8);
+    MSA_CHECK(shift == 120 || shift == 8, "no MXFP8 block factor table for shift {}", shift);
+    return shift == 120 ? integer.data() : f16c.data();
 }
 
 float round_to_e4m3(float x) {

@@ -13,6 +13,13 @@ inline float e4m3_value(std::uint8_t code) { return e4m3_table()[code]; }
 // (kE2m1Doubled) by it.
 const float* e4m3_half_table();
 
+// MXFP8 block factors 2^(e - 127 + shift) for every UE8M0 scale code e (inf where that leaves the float range), for
+// the two decodings of gemm_mxfp8_avx2.cpp: shift 120 (integer decoding) or 8 (F16C decoding); other shifts throw.
+const float* mxfp8_block_factors(int shift);
+inline constexpr int kMxfp8IntegerShift = 120;
+// The largest UE8M0 code whose integer-decoding factor 2^(e - 7) is finite.
+inline constexpr int kMxfp8MaxIntegerScale = 134;
+
 // E2M1 codes times two, as exact small integers: 0,1,2,3,4,6,8,12 and their negatives (codes 8..15). Kernels work on
 // these integers and fold the factor 1/2 into the block scale.
 alignas(16) inline constexpr std::int8_t kE2m1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};

@@ -28,6 +28,9 @@ void gemm_f16_avx2(const GemmJob& job);
 void gemm_bf16_avx2(const GemmJob& job);
 void gemm_mxfp8_avx2(const GemmJob& job);
 void gemm_nvfp4_avx2(const GemmJob& job);
+// The AVX2 kernels' results on AVX-512, bit for bit (jobs they do not cover go to the AVX2 kernel).
+void gemm_bf16_avx512(const GemmJob& job);
+void gemm_mxfp8_avx512(const GemmJob& job);
 
 }  // namespace msa::cpu
 
@@ -39,5 +42,7 @@ struct Q8Rows;
 // (sum of q * 2*e2m1 over the group) * d[i][g] * scale[n][g] / 2. Row independent like the float path.
 void gemm_nvfp4_q8_scalar(const GemmJob& job, const Q8Rows& xq);
 void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq);
+// The AVX2 kernel's results on AVX-512, bit for bit, for an even number of rows n1 - n0 and K a multiple of 128.
+void gemm_nvfp4_q8_avx512(const GemmJob& job, const Q8Rows& xq);
 
 }  // namespace msa::cpu

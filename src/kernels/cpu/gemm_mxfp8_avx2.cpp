@@ -15,33 +15,17 @@
 // per row; zeros are flagged too, harmlessly), about 10% of the in-cache GEMV time, or, for weights the CPU backend
 // adopted, tests one bit per row and block in the bitmap it computed (WeightView::mxfp8_exponent_zero_blocks). The
 // prefill route decodes each weight once per panel for many rows and keeps the integer decoding.
+#include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/linear.h"
 
 #include <algorithm>
-#include <array>
-#include <bit>
 
 namespace msa::cpu {
 namespace {
 
-// 2^(e - 127 + shift) for every UE8M0 code e; inf where that leaves the float range.
-template <int kShift>
-const float* block_factors() {
-    static const auto table = [] {
-        std::array<float, 256> t{};
-        for (int e = 0; e < 256; ++e) {
-            const int exp = e - 127 + kShift;
-            t[e] = exp > 127 ? std::bit_cast<float>(0x7F800000u)
-                             : std::bit_cast<float>(static_cast<std::uint32_t>(exp + 127) << 23);
-        }
-        return t;
-    }();
-    return table.data();
-}
-
-constexpr int kIntShift = 120;      // factor shift of the integer decoding
-constexpr int kMaxIntScale = 134;   // largest UE8M0 code whose factor 2^(e - 7) is finite
+constexpr int kIntShift = kMxfp8IntegerShift;  // factor shift of the integer decoding
+constexpr int kMaxIntScale = kMxfp8MaxIntegerScale;
 
 // Eight E4M3 codes -> floats times 2^-120 (see the top of the file).
 inline __m256 e4m3x8_times_2e_120(const std::uint8_t* codes) {
@@ -133,7 +117,7 @@ void gemm_mxfp8_avx2(const GemmJob& job) {
     const std::uint8_t* s0 = job.w->scales + job.n0 * (job.w->cols / 32);
     const std::uint8_t* s1 = job.w->scales + job.n1 * (job.w->cols / 32);
     if (s0 == s1 || *std::max_element(s0, s1) <= kMaxIntScale) {
-        const float* f = block_factors<kIntShift>();
+        const float* f = mxfp8_block_factors(kIntShift);
         if (job.w->mxfp8_exponent_zero_blocks != nullptr) {
             const std::uint64_t* flags = job.w->mxfp8_exponent_zero_blocks;
             avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::bitmap>{data, job.w->scales, K, f, flags}, 1.0f);
@@ -141,7 +125,7 @@ void gemm_mxfp8_avx2(const GemmJob& job) {
             avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::codes>{data, job.w->scales, K, f}, 1.0f);
         }
     } else {
-        avx2::gemm_rows(job, Mxfp8Loader<false>{data, job.w->scales, K, block_factors<8>()}, 1.0f);
+        avx2::gemm_rows(job, Mxfp8Loader<false>{data, job.w->scales, K, mxfp8_block_factors(8)}, 1.0f);
     }
 }
 

@@ -35,8 +35,12 @@ void run_float(const GemmJob& job) {
     switch (job.w->format) {
         case LinearFormat::f32: gemm_f32_avx2(job); return;
         case LinearFormat::f16: gemm_f16_avx2(job); return;
-        case LinearFormat::bf16: gemm_bf16_avx2(job); return;
-        case LinearFormat::mxfp8: gemm_mxfp8_avx2(job); return;
+        case LinearFormat::bf16:
+            (cpu_features().avx512 ? gemm_bf16_avx512 : gemm_bf16_avx2)(job);
+            return;
+        case LinearFormat::mxfp8:
+            (cpu_features().avx512 ? gemm_mxfp8_avx512 : gemm_mxfp8_avx2)(job);
+            return;
         case LinearFormat::nvfp4: gemm_nvfp4_avx2(job); return;
     }
 }
@@ -103,7 +107,17 @@ void check_q8(const WeightView& w, const Q8Rows& xq) {
 }
 
 void run_q8(const GemmJob& job, const Q8Rows& xq) {
-    if (cpu_features().avx2 && job.w->cols % 32 == 0) {
+    if (cpu_features().avx512 && job.w->cols % 128 == 0) {
+        // Row pairs on AVX-512, a last odd row on AVX2: the same results either way.
+        GemmJob pairs = job;
+        pairs.n1 = job.n0 + (job.n1 - job.n0) / 2 * 2;
+        gemm_nvfp4_q8_avx512(pairs, xq);
+        if (pairs.n1 < job.n1) {
+            GemmJob last = job;
+            last.n0 = pairs.n1;
+            gemm_nvfp4_q8_avx2(last, xq);
+        }
+    } else if (cpu_features().avx2 && job.w->cols % 32 == 0) {
         gemm_nvfp4_q8_avx2(job, xq);
     } else {
         gemm_nvfp4_q8_scalar(job, xq);

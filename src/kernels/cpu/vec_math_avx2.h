@@ -1,4 +1,6 @@
-// Vector math for AVX2 kernels (include only from *_avx2.cpp files).
+// Vector math for AVX2 kernels (include only from *_avx2.cpp and *_avx512.cpp files). The functions have internal
+// linkage: files compiled with different instruction sets (AVX2, AVX-512) must not share an out-of-line copy,
+// which the linker could otherwise pick for both.
 #pragma once
 
 #include <immintrin.h>
@@ -6,6 +8,7 @@
 #include <cstdint>
 
 namespace msa::cpu::avx2 {
+namespace {
 
 // Fixed-order horizontal sum (every kernel uses this one, so equal accumulators give equal sums).
 inline float hsum(__m256 v) {
@@ -82,4 +85,5 @@ inline __m256 round_to_e4m3(__m256 x) {
     return _mm256_or_ps(r, sign);
 }
 
+}  // namespace
 }  // namespace msa::cpu::avx2
