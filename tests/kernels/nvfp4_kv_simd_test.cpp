@@ -1,7 +1,8 @@
 // The AVX2 NVFP4 KV kernels against independent references on arbitrary stored bytes (every E2M1 code, every finite
 // E4M3 scale including subnormal and negative ones) and head sizes that are not a multiple of their 32-value step:
 // read_kv_rows against the formats library's dequantiser, dot_kv_rows (fused) bit for bit against the scalar
-// decoding followed by the FP32 GEMM; and pv_accumulate_rows bit for bit against one pv_accumulate call per row.
+// decoding followed by the FP32 GEMM; and pv_accumulate_rows bit for bit against one pv_accumulate call per row. The
+// AVX-512 versions of the fused product and of pv_accumulate_rows equal the AVX2 ones bit for bit.
 #include "core/cpu_features.h"
 #include "kernels/cpu/gemm_nt.h"
 #include "kernels/cpu/kv_rows.h"
@@ -122,6 +123,63 @@ TEST(PvAccumulateRows, EqualsOneCallPerRowBitForBit) {
                         ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
                             << "dim " << dim << " n " << n << " rows " << rows << " q8 " << q8 << " simd " << simd;
                     }
+                }
+            }
+        }
+    }
+}
+
+TEST(Nvfp4KvAvx512, FusedDotAndPvEqualAvx2BitForBit) {
+    if (!cpu_features().avx512) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, DQ, VL, VNNI)";
+    CpuFeatures avx2_only = cpu_features();
+    avx2_only.avx512 = false;
+    std::vector<float> scratch;
+    for (const int dim : {32, 64, 128, 160}) {
+        test::TestKvLayer layer(KvCacheDtype::NVFP4, 1, dim, dim, 2);
+        const PagedRows rows = layer.view.k(0);
+        fill_random_nvfp4(rows, 1, 300 + static_cast<std::uint32_t>(dim));
+        std::vector<float> read_wide(static_cast<std::size_t>(128 * dim)), read_narrow(read_wide.size());
+        cpu::read_kv_rows(rows, 1, 128, cpu::KvRead::exact, read_wide.data());
+        {
+            test::ScopedCpuFeatures only(avx2_only);
+            cpu::read_kv_rows(rows, 1, 128, cpu::KvRead::exact, read_narrow.data());
+        }
+        ASSERT_EQ(0, std::memcmp(read_wide.data(), read_narrow.data(), read_wide.size() * sizeof(float)))
+            << "read: dim " << dim;
+        for (const int count : {128, 127, 77, 4, 3, 1}) {
+            for (const std::int64_t arows : {1, 2, 3, 4, 5, 8}) {
+                const auto a = test::random_floats(static_cast<std::size_t>(arows * dim),
+                                                   17 + static_cast<std::uint32_t>(count), -3.0f, 3.0f);
+                const std::int64_t ldo = 129;
+                std::vector<float> wide(static_cast<std::size_t>(arows * ldo), -7.0f), narrow(wide.size(), -7.0f);
+                cpu::dot_kv_rows(rows, 1, count, cpu::KvRead::exact, a.data(), arows, wide.data(), ldo, scratch);
+                {
+                    test::ScopedCpuFeatures only(avx2_only);
+                    cpu::dot_kv_rows(rows, 1, count, cpu::KvRead::exact, a.data(), arows, narrow.data(), ldo, scratch);
+                }
+                ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+                    << "dot: dim " << dim << " count " << count << " arows " << arows;
+            }
+        }
+    }
+    std::mt19937 rng(9);
+    for (const int dim : {16, 48, 128}) {
+        for (const int n : {1, 77, 128}) {
+            for (const int nrows : {1, 3, 4, 8}) {
+                for (const bool q8 : {false, true}) {
+                    const auto v = test::random_floats(static_cast<std::size_t>(n * dim), rng(), -2.0f, 2.0f);
+                    const auto p = test::random_floats(static_cast<std::size_t>(nrows * 128), rng(), 0.0f, 1.0f);
+                    const auto alpha = test::random_floats(static_cast<std::size_t>(nrows), rng(), 0.0f, 1.0f);
+                    const auto acc0 = test::random_floats(static_cast<std::size_t>(nrows * dim), rng(), -1.0f, 1.0f);
+                    std::vector<float> wide = acc0, narrow = acc0;
+                    cpu::pv_accumulate_rows(wide.data(), alpha.data(), p.data(), 128, v.data(), n, dim, q8, nrows);
+                    {
+                        test::ScopedCpuFeatures only(avx2_only);
+                        cpu::pv_accumulate_rows(narrow.data(), alpha.data(), p.data(), 128, v.data(), n, dim, q8,
+                                                nrows);
+                    }
+                    ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+                        << "pv: dim " << dim << " n " << n << " rows " << nrows << " q8 " << q8;
                 }
             }
         }

@@ -13,6 +13,9 @@ namespace msa::cpu {
 void read_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, float* out);
 void dot_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a,
                             std::int64_t arows, float* out, std::int64_t ldo);
+void read_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, float* out);
+void dot_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* a, std::int64_t arows,
+                              float* out, std::int64_t ldo);
 
 void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const float* x) {
     std::uint8_t* data = rows.row_data(page, slot);
@@ -36,6 +39,10 @@ void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mo
     const int dim = rows.dim;
     switch (rows.dtype) {
         case KvCacheDtype::NVFP4:
+            if (cpu_features().avx512 && mode == KvRead::exact && dim % 32 == 0) {
+                read_kv_rows_nvfp4_avx512(rows, page, count, out);
+                return;
+            }
             if (cpu_features().avx2 && dim % 16 == 0) {
                 read_kv_rows_nvfp4_avx2(rows, page, count, mode, out);
                 return;
@@ -73,6 +80,11 @@ void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mo
 void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a, std::int64_t arows,
                  float* out, std::int64_t ldo, std::vector<float>& scratch) {
     if (count <= 0 || arows <= 0) return;
+    if (rows.dtype == KvCacheDtype::NVFP4 && cpu_features().avx512 && mode == KvRead::exact && rows.dim % 32 == 0 &&
+        arows <= kFusedDotMaxRows) {
+        dot_kv_rows_nvfp4_avx512(rows, page, count, a, arows, out, ldo);  // the AVX2 kernel's results, bit for bit
+        return;
+    }
     if (rows.dtype == KvCacheDtype::NVFP4 && cpu_features().avx2 && rows.dim % 16 == 0 && arows <= kFusedDotMaxRows) {
         dot_kv_rows_nvfp4_avx2(rows, page, count, mode, a, arows, out, ldo);
         return;

@@ -14,6 +14,8 @@ float online_softmax_block_avx2(const float* raw, int n, float scale, float& m, 
 void pv_accumulate_avx2(float* acc, float alpha, const float* p, const float* v, int n, int dim, bool q8kv4);
 void pv_accumulate_rows_avx2(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
                              bool q8kv4, int rows);
+void pv_accumulate_rows_avx512(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
+                               bool q8kv4, int rows);
 void round_rows_to_e4m3_avx2(float* x, long n);
 
 float online_softmax_block(const float* raw, int n, float scale, float& m, float& l, float* p) {
@@ -48,6 +50,10 @@ void pv_accumulate(float* acc, float alpha, const float* p, const float* v, int 
 
 void pv_accumulate_rows(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
                         bool q8kv4, int rows) {
+    if (cpu_features().avx512 && dim % 16 == 0) {
+        pv_accumulate_rows_avx512(acc, alpha, p, ldp, v, n, dim, q8kv4, rows);  // the AVX2 results, bit for bit
+        return;
+    }
     if (cpu_features().avx2) {
         pv_accumulate_rows_avx2(acc, alpha, p, ldp, v, n, dim, q8kv4, rows);
         return;
