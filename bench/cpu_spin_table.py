@@ -19,7 +19,8 @@ def main(paths):
                 continue
             pool = r.get("pool", {})
             sites = ", ".join("%s %.0f" % (s["site"].split("/")[-1], s["us"]) for s in pool.get("sites", [])[:3])
-            name = r["figure"] + " " + r["commit"].split()[0]  # the commit tells the A/B variants apart
+            # The commit and the kernels' instruction set tell the A/B variants apart.
+            name = r["figure"] + " " + r["commit"].split()[0] + (" " + r["simd"] if "simd" in r else "")
             rows.append((name, r["threads"], r.get("spin_us", ""), r["value"], r.get("fraction_of_bandwidth"),
                          bw, pool.get("loops"), pool.get("worker_sleeps"), pool.get("us_in_pool_loops"),
                          pool.get("us_outside"), sites))

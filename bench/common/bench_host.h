@@ -3,6 +3,8 @@
 // cores, CPU time does not.
 #pragma once
 
+#include "core/cpu_features.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,6 +51,13 @@ inline std::string cpu_model_name() {
         if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
     }
     return "unknown CPU";
+}
+
+// The kernels' instruction set in this process: "avx512", "avx2" (also on AVX-512 CPUs run with MSA_NO_AVX512=1) or
+// "scalar" (MSA_FORCE_SCALAR=1, or no AVX2).
+inline std::string simd_kernels() {
+    const CpuFeatures& f = cpu_features();
+    return f.avx512 ? "avx512" : (f.avx2 ? "avx2" : "scalar");
 }
 
 // "<CPU model name>, <n> hardware threads".

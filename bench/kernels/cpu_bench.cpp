@@ -112,6 +112,7 @@ struct Recorder {
             const char* v = std::getenv(var);
             extra[var] = v ? v : "";
         }
+        extra["simd"] = simd_kernels();          // the kernels' instruction set (MSA_NO_AVX512=1 picks AVX2)
         extra["spin_us"] = worker_spin_us();     // the pool's worker spin before sleeping (MSA_SPIN_US)
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);

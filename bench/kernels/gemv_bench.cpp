@@ -134,6 +134,7 @@ int run(int argc, char** argv) {
                             {"machine", machine_description()},
                             {"commit", commit.empty() ? measured_commit() : commit},
                             {"threads", threads},
+                            {"simd", simd_kernels()},
                             {"rows", rows},
                             {"cols", cols},
                             {"bytes_per_call", bytes},
