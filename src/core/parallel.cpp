@@ -220,12 +220,12 @@ struct Profile {
     std::chrono::steady_clock::time_point last_end{};  // of the previous timed loop; epoch: none yet
     struct Site {
         const char* file;
-        std::uint_least32_t line;
+        int line;
         ParallelSiteStats stats;
     };
     std::vector<Site> sites;
 
-    void add(const std::source_location& where, std::chrono::steady_clock::time_point start,
+    void add(const CallSite& where, std::chrono::steady_clock::time_point start,
              std::chrono::steady_clock::time_point end) {
         const double seconds = std::chrono::duration<double>(end - start).count();
         const double before = last_end == std::chrono::steady_clock::time_point{}
@@ -299,7 +299,7 @@ void reset_parallel_stats() {
 }
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn,
-                  std::source_location where) {
+                  CallSite where) {
     if (n == 0) return;
     if (in_parallel_loop) {  // nested: run inline in this thread
         fn(0, n);

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -15,11 +14,21 @@ namespace msa {
 int num_threads();
 void set_num_threads(int n);
 
+// Where a call comes from, for the profile below. As a default argument, `CallSite where = {__builtin_FILE(),
+// __builtin_LINE()}` takes the caller's file and line (GCC and clang): what std::source_location::current() gives,
+// which clang 14 cannot provide with libstdc++ 12 (the fuzz build).
+struct CallSite {
+    const char* file = "";
+    int line_number = 0;
+    const char* file_name() const { return file; }
+    int line() const { return line_number; }
+};
+
 // Calls fn(begin, end) over [0, n) split into contiguous ranges of at least `grain` items, in parallel: up to four
 // ranges per thread, claimed by the threads as they come. The split depends only on n, grain and num_threads().
 // `where` names the call site for the profile below.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn,
-                  std::source_location where = std::source_location::current());
+                  CallSite where = {__builtin_FILE(), __builtin_LINE()});
 
 // How long an idle worker spins (pause loop) waiting for the next loop before it sleeps on a condition variable, in
 // microseconds (default: MSA_SPIN_US, else 30). A worker that slept costs the next loop a futex wake-up; one that

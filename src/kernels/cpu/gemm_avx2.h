@@ -76,6 +76,14 @@ inline void tile_dispatch(int mr, int nr, const float* x, std::size_t ldx, const
 #undef MSA_TILE_CASE
 }
 
+// `t`, as an expression whose type depends on D. Inside a generic lambda, members named through it are looked up
+// only when the lambda is instantiated with that D, so a discarded `if constexpr` branch may name members the loader
+// lacks (clang checks a non-dependent expression there as soon as the enclosing template is instantiated).
+template <class D, class T>
+constexpr const T& depend_on(const T& t) {
+    return t;
+}
+
 // Whether a loader asks small_tile to check each block (kCheckBlocks; tile_flagged(rows, k_end): may any block of
 // the tile's rows be flagged; block_flagged(rows, k)) and decode flagged blocks with chunk_f16c instead of chunk
 // (MXFP8: see gemm_mxfp8_avx2.cpp).
@@ -126,8 +134,9 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
                 }
             };
             if constexpr (decltype(checked)::value) {
-                if (w.block_flagged(r, k)) [[unlikely]] {
-                    block([&](int j, int c) { return w.chunk_f16c(r[j], sc[j], k, c); });
+                const auto& wc = depend_on<decltype(checked)>(w);
+                if (wc.block_flagged(r, k)) [[unlikely]] {
+                    block([&](int j, int c) { return wc.chunk_f16c(r[j], sc[j], k, c); });
                     continue;
                 }
             }

@@ -27,6 +27,13 @@ inline __m512i halves(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+// `t`, as an expression whose type depends on D (see gemm_avx2.h: lets a discarded `if constexpr` branch of a
+// generic lambda name members the loader lacks, under clang too).
+template <class D, class T>
+constexpr const T& depend_on(const T& t) {
+    return t;
+}
+
 // Whether a pair loader checks blocks (kCheckBlocks: tile_flagged(rows), block_flagged(rows, k), and chunk_exact for
 // flagged blocks), as the AVX2 MXFP8 loader does.
 template <class Loader>
@@ -70,8 +77,9 @@ inline void pair_tile(const float* x, std::size_t ldx, const Loader& w, std::int
                 }
             };
             if constexpr (decltype(checked)::value) {
-                if (w.block_flagged(r, k)) [[unlikely]] {
-                    block([&](int p, int c) { return w.chunk_exact(r[2 * p], r[2 * p + 1], sc[p], k, c); });
+                const auto& wc = depend_on<decltype(checked)>(w);
+                if (wc.block_flagged(r, k)) [[unlikely]] {
+                    block([&](int p, int c) { return wc.chunk_exact(r[2 * p], r[2 * p + 1], sc[p], k, c); });
                     continue;
                 }
             }

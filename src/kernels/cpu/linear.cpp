@@ -20,7 +20,7 @@ std::size_t output_grain(const WeightView& w, std::int64_t m) {
 // Splits the output features over threads.
 template <class Fn>
 void split_outputs(const WeightView& w, std::int64_t m, Fn&& fn,
-                   std::source_location where = std::source_location::current()) {
+                   CallSite where = {__builtin_FILE(), __builtin_LINE()}) {
     const std::size_t grain = output_grain(w, m);
     parallel_for(
         static_cast<std::size_t>(w.rows), grain,
@@ -81,8 +81,7 @@ std::vector<std::uint64_t> mxfp8_exponent_zero_blocks(const WeightView& w) {
     return flags;
 }
 
-void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode,
-            std::source_location where) {
+void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode, CallSite where) {
     if (m <= 0) return;
     if (mode == ActivationMode::int8 && w.format == LinearFormat::nvfp4) {
         Q8Rows xq;
@@ -132,7 +131,7 @@ void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
     split_outputs(w, xq.m, [&](std::int64_t n0, std::int64_t n1) { run_q8(GemmJob{&w, nullptr, xq.m, y, w.rows, n0, n1}, xq); });
 }
 
-void linear_many(std::span<const LinearTask> tasks, std::source_location where) {
+void linear_many(std::span<const LinearTask> tasks, CallSite where) {
     // Int8-mode NVFP4 tasks quantise their activations first, as linear() does.
     std::vector<Q8Rows> quantised(tasks.size());
     struct Chunk {

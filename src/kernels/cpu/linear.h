@@ -13,12 +13,12 @@
 // In every mode each output row depends only on its own input row (results never depend on batch composition).
 #pragma once
 
+#include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/kernel_types.h"
 #include "kernels/weight_view.h"
 
 #include <cstdint>
-#include <source_location>
 #include <span>
 #include <vector>
 
@@ -29,7 +29,7 @@ using msa::ActivationMode;
 // x: [m][w.cols] row-major; y: [m][w.rows] row-major (overwritten).
 // `where` (the caller) names the parallel loop in the thread pool's profile (core/parallel.h).
 void linear(const WeightView& w, const float* x, std::int64_t m, float* y, ActivationMode mode = ActivationMode::exact,
-            std::source_location where = std::source_location::current());
+            CallSite where = {__builtin_FILE(), __builtin_LINE()});
 
 // y = xq * W^T for NVFP4 weights with pre-quantised activations (lets two weights share one quantisation).
 void linear_q8(const WeightView& w, const Q8Rows& xq, float* y);
@@ -48,7 +48,7 @@ struct LinearTask {
 // Several independent layers in one parallel region, their output rows split over the threads together (decode runs
 // many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
 // of linear() / linear_q8() on each task, bit for bit.
-void linear_many(std::span<const LinearTask> tasks, std::source_location where = std::source_location::current());
+void linear_many(std::span<const LinearTask> tasks, CallSite where = {__builtin_FILE(), __builtin_LINE()});
 
 // The bitmap of WeightView::mxfp8_exponent_zero_blocks for an MXFP8 weight: per row mxfp8_flag_words(cols) words,
 // bit b % 64 of word b / 64 set when block b (columns 32b..32b+31) has a code with exponent field 0 (an E4M3
