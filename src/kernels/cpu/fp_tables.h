@@ -23,6 +23,10 @@ inline constexpr int kMxfp8MaxIntegerScale = 134;
 // E2M1 codes times two, as exact small integers: 0,1,2,3,4,6,8,12 and their negatives (codes 8..15). Kernels work on
 // these integers and fold the factor 1/2 into the block scale.
 alignas(16) inline constexpr std::int8_t kE2m1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// kE2m1Doubled plus 12 (0..24, unsigned), for the integer GEMMs' maddubs / dpbusd, which take one operand unsigned
+// (gemm_nvfp4_q8_avx2.cpp).
+alignas(16) inline constexpr std::uint8_t kE2m1DoubledPlus12[16] = {12, 13, 14, 15, 16, 18, 20, 24,
+                                                                    12, 11, 10, 9,  8,  6,  4,  0};
 inline constexpr float kE2m1Values[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 

@@ -2,12 +2,7 @@
 // rows per register), with its results bit for bit: each half widens its row's 8 BF16 values to the top halves of
 // FP32 words, as the AVX2 loader does. More than 8 activation rows (the prefill route) stay on AVX2.
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wuninitialized flags once they are
-// inlined here (a known false positive); these pragmas precede every include so that they cover the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/gemm_avx512.h"
 

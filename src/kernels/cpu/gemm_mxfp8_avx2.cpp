@@ -18,6 +18,7 @@
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu/mxfp8_block_check.h"
 
 #include <algorithm>
 
@@ -36,7 +37,7 @@ inline __m256 e4m3x8_times_2e_120(const std::uint8_t* codes) {
 
 // How the small-batch route finds blocks holding a code with exponent field 0: not at all (the F16C loader needs
 // no check), from the weight's precomputed bitmap, or by looking at the codes.
-enum class BlockCheck { none, bitmap, codes };
+using BlockCheck = Mxfp8BlockCheck;
 
 template <bool kInteger, BlockCheck kCheck = BlockCheck::none>
 struct Mxfp8Loader {
@@ -66,38 +67,16 @@ struct Mxfp8Loader {
     }
     Scale block_scale(const Row& r, std::int64_t k) const { return _mm256_broadcast_ss(factors + r.s[k / 32]); }
     __m256 chunk(const Row& r, Scale f, std::int64_t k, int c) const { return _mm256_mul_ps(codes8(r.w + k + 8 * c), f); }
-    // small_tile's check of each block (see the top of the file): whether the block at column k of any of the
-    // tile's rows holds a code with exponent field 0 (an E4M3 subnormal, or a zero); such a block takes chunk_f16c,
-    // the F16C decoding with the factor times 2^-112 (= 2^(e - 119), exact). From the bitmap: one bit per row; from
-    // the codes: the byte-wise minimum of (code & 0x78) over the rows has a zero byte.
+    // small_tile's check of each block (mxfp8_block_check.h): a flagged block takes chunk_f16c, the F16C decoding
+    // with the factor times 2^-112 (= 2^(e - 119), exact).
     static constexpr bool kCheckBlocks = kCheck != BlockCheck::none;
     template <int NR>
     bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) const {
-        if constexpr (kCheck == BlockCheck::bitmap) {
-            std::uint64_t any = 0;
-            for (int j = 0; j < NR; ++j)
-                for (std::int64_t word = 0; word < (k_end / 32 + 63) / 64; ++word) any |= r[j].f[word];
-            return any != 0;
-        } else {
-            return true;
-        }
+        return mxfp8_tile_flagged<kCheck>(r, k_end);
     }
     template <int NR>
     bool block_flagged(const Row (&r)[NR], std::int64_t k) const {
-        const std::int64_t b = k / 32;
-        if constexpr (kCheck == BlockCheck::bitmap) {
-            std::uint64_t any = 0;
-            for (int j = 0; j < NR; ++j) any |= r[j].f[b / 64];
-            return (any >> (b % 64)) & 1;
-        } else {
-            auto exponents = [&](int j) {
-                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[j].w + k));
-                return _mm256_and_si256(codes, _mm256_set1_epi8(0x78));
-            };
-            __m256i e = exponents(0);
-            for (int j = 1; j < NR; ++j) e = _mm256_min_epu8(e, exponents(j));
-            return _mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256())) != 0;
-        }
+        return mxfp8_block_flagged<kCheck>(r, k);
     }
     __m256 chunk_f16c(const Row& r, Scale f, std::int64_t k, int c) const {
         return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(r.w + k + 8 * c), _mm256_mul_ps(f, _mm256_set1_ps(0x1p-112f)));

@@ -5,23 +5,19 @@
 // to its F16C loader (a block scale above kMxfp8MaxIntegerScale) or to its prefill route (more than 8 activation
 // rows) stay on AVX2.
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wuninitialized flags once they are
-// inlined here (a known false positive); these pragmas precede every include so that they cover the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu/mxfp8_block_check.h"
 
 #include <algorithm>
 
 namespace msa::cpu {
 namespace {
 
-enum class BlockCheck { bitmap, codes };
+using BlockCheck = Mxfp8BlockCheck;
 
 template <BlockCheck kCheck>
 struct Mxfp8PairLoader {
@@ -65,31 +61,11 @@ struct Mxfp8PairLoader {
     }
     template <int NR>
     bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) const {
-        if constexpr (kCheck == BlockCheck::bitmap) {
-            std::uint64_t any = 0;
-            for (int j = 0; j < NR; ++j)
-                for (std::int64_t word = 0; word < (k_end / 32 + 63) / 64; ++word) any |= r[j].f[word];
-            return any != 0;
-        } else {
-            return true;
-        }
+        return mxfp8_tile_flagged<kCheck>(r, k_end);
     }
-    // Whether the block at k of any of the rows holds a code with exponent field 0 (a subnormal or a zero).
     template <int NR>
     bool block_flagged(const Row (&r)[NR], std::int64_t k) const {
-        const std::int64_t blk = k / 32;
-        if constexpr (kCheck == BlockCheck::bitmap) {
-            std::uint64_t any = 0;
-            for (int j = 0; j < NR; ++j) any |= r[j].f[blk / 64];
-            return (any >> (blk % 64)) & 1;
-        } else {
-            __m256i e = _mm256_set1_epi8(0x78);
-            for (int j = 0; j < NR; ++j) {
-                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[j].w + k));
-                e = _mm256_min_epu8(e, _mm256_and_si256(codes, _mm256_set1_epi8(0x78)));
-            }
-            return _mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256())) != 0;
-        }
+        return mxfp8_block_flagged<kCheck>(r, k);
     }
 };
 

@@ -44,8 +44,6 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         ws[r] = job.w->scales + (n + r) * groups;
     }
     const std::uint8_t* next = wbase + (n + NR) * (K / 2);  // the next tile's rows, contiguous after these
-    alignas(16) static constexpr std::uint8_t kE2m1DoubledPlus12[16] = {12, 13, 14, 15, 16, 18, 20, 24,
-                                                                        12, 11, 10, 9,  8,  6,  4,  0};
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1DoubledPlus12)));
     const __m256i twelve = _mm256_set1_epi8(12);

@@ -10,14 +10,10 @@
 //
 // Rows come in pairs and K in whole groups of 8 blocks (K a multiple of 128); linear.cpp gives a last odd row and
 // other row lengths to the AVX2 kernel.
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wuninitialized flags once they are
-// inlined here (a known false positive); these pragmas precede every include so that they cover the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
@@ -50,8 +46,6 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         ws[r] = job.w->scales + (n + r) * groups;
     }
     const std::uint8_t* next = wbase + (n + NR) * (K / 2);
-    alignas(16) static constexpr std::uint8_t kE2m1DoubledPlus12[16] = {12, 13, 14, 15, 16, 18, 20, 24,
-                                                                        12, 11, 10, 9,  8,  6,  4,  0};
     const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1DoubledPlus12)));
     const __m512i twelve = _mm512_set1_epi8(12);
     const __m512i low4 = _mm512_set1_epi8(0x0F);

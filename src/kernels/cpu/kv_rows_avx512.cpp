@@ -6,12 +6,7 @@
 // Exact read mode and row lengths of whole block pairs (dim a multiple of 32) only; kv_rows.cpp sends the rest to
 // AVX2.
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wuninitialized flags once they are
-// inlined here (a known false positive); these pragmas precede every include so that they cover the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/kv_rows_simd.h"

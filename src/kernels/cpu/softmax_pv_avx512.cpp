@@ -3,12 +3,7 @@
 // two 8-column AVX2 registers, and finishes with the same expression. Rows of a multiple of 16 columns only
 // (softmax_pv.cpp sends the rest to AVX2).
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wuninitialized flags once they are
-// inlined here (a known false positive); these pragmas precede every include so that they cover the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/softmax_pv.h"
