@@ -26,8 +26,10 @@ constexpr std::array<std::array<std::uint8_t, 16>, 256> make_nvfp4_e4m3_product_
     std::array<std::array<std::uint8_t, 16>, 256> table{};
     for (std::size_t scale = 0; scale < 256; ++scale) {
         for (std::size_t code = 0; code < 16; ++code) {
-            const float product =
-                e2m1_to_float(static_cast<std::uint8_t>(code)) * e4m3_to_float(static_cast<std::uint8_t>(scale));
+            const float s = e4m3_to_float(static_cast<std::uint8_t>(scale));
+            // A NaN scale (codes 0x7F, 0xFF) gives its NaN: the product would be that NaN, and clang refuses a
+            // constant expression whose arithmetic produces a NaN.
+            const float product = s != s ? s : e2m1_to_float(static_cast<std::uint8_t>(code)) * s;
             table[scale][code] = float_to_e4m3(product, Overflow::saturate);
         }
     }

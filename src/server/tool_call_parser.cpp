@@ -79,6 +79,14 @@ struct Node {
 
 constexpr int kMaxNesting = 64;
 
+// Whether the text between `NS<` and the next '>' can be a tag (an optional '/', a name, attributes): not when it
+// holds a '<', i.e. when the '>' is that of a later marker (`NS</` + `NS</invoke>` is text followed by a closing
+// tag, not a tag named "]<]minimax[" followed by "[</invoke>"). Decided from the text up to that '>' alone, so a
+// streamed scan and a whole one agree wherever the chunks end.
+bool names_a_tag(std::string_view inside) {
+    return inside.find('<') == std::string_view::npos;
+}
+
 // Parses `NS<name>body NS</name>` elements from s[pos..] until a closing tag that is not theirs or the end.
 std::vector<Node> parse_elements(std::string_view s, std::size_t& pos, int depth);
 
@@ -137,6 +145,10 @@ std::vector<Node> parse_elements(std::string_view s, std::size_t& pos, int depth
         if (gt == std::string_view::npos) {
             pos = s.size();
             break;
+        }
+        if (!names_a_tag(s.substr(at + open.size(), gt - at - open.size()))) {
+            pos = at + kNs.size();  // text, as step_nested reads it
+            continue;
         }
         std::string name(s.substr(at + open.size(), gt - at - open.size()));
         if (const auto space = name.find_first_of(kWhitespace); space != std::string::npos) name.resize(space);
@@ -456,6 +468,10 @@ bool ToolCallParser::step_nested(ToolParseDelta& out) {
             nested_scan_ = at;
             if (buf_.size() - at > kMaxTagLength) nested_scan_ = tag;
             return false;
+        }
+        if (!names_a_tag(std::string_view(buf_).substr(tag + 1, gt - tag - 1))) {
+            nested_scan_ = tag;  // text; a marker inside it may start the next tag
+            continue;
         }
         const bool closing = buf_.size() > tag + 1 && buf_[tag + 1] == '/';
         if (!closing) {

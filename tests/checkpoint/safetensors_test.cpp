@@ -488,8 +488,9 @@ RC_GTEST_PROP(SafetensorsProperty, WriterReaderRoundTrip, ()) {
     const SafetensorsHeader header = parse_safetensors(file, "memory");
     RC_ASSERT(header.entries.size() == expected.size());
     for (const auto& [name, dtype, shape, bytes] : expected) {
+        const std::string& wanted = name;  // clang 14 cannot capture a structured binding
         const auto it = std::find_if(header.entries.begin(), header.entries.end(),
-                                     [&](const SafetensorsEntry& e) { return e.name == name; });
+                                     [&](const SafetensorsEntry& e) { return e.name == wanted; });
         RC_ASSERT(it != header.entries.end());
         RC_ASSERT(it->dtype == dtype);
         RC_ASSERT(it->shape == shape);

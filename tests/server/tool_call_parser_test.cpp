@@ -140,6 +140,34 @@ TEST(ToolCallParserM3, ClosingTagInsideValueIsText) {
     EXPECT_EQ(json::parse(p.calls[0].arguments)["city"], value);
 }
 
+// Found by the fuzz target (fuzz/corpus/fuzz_tool_call_parser/regression_marker_inside_closing_tag): `NS</` whose
+// '>' is that of the next marker is text, not a tag named "]<]minimax[" that swallows the start of that marker. The
+// parse must not depend on where the chunks end; it did, for chunks of 5, 5, 1, 1, ... bytes.
+TEST(ToolCallParserM3, MarkerInsideATagIsTextWhateverTheChunks) {
+    const auto tools = weather_tools();
+    const std::string text = kNs + "<invoke>" + kNs + "<s>" + kNs + "<iem>" + kNs + "</" + kNs + "</invoke>";
+    const auto whole = run(ToolCallFormat::minimax_m3, tools, {text});
+    expect_well_formed(whole);
+    ASSERT_EQ(whole.calls.size(), 1u);
+    std::vector<std::vector<std::string>> chunkings = {byte_chunks(text)};
+    for (const std::size_t first : {1, 2, 3, 4, 5, 6}) {
+        std::vector<std::string> chunks;
+        for (std::size_t pos = 0, i = 0; pos < text.size(); ++i) {
+            const std::size_t n = i % 4 < 2 ? first : 1;
+            chunks.push_back(text.substr(pos, n));
+            pos += n;
+        }
+        chunkings.push_back(chunks);
+    }
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) chunkings.push_back(random_chunks(text, seed));
+    for (const auto& chunks : chunkings) {
+        const auto p = run(ToolCallFormat::minimax_m3, tools, chunks);
+        expect_well_formed(p);
+        ASSERT_EQ(p.calls.size(), 1u);
+        EXPECT_EQ(p.calls[0].arguments, whole.calls[0].arguments) << chunks.size() << " chunks";
+    }
+}
+
 TEST(ToolCallParserM3, ArgumentsStreamBeforeTheValueEnds) {
     const auto tools = weather_tools();
     ToolCallParser parser(ToolCallFormat::minimax_m3, tools, counting_ids());
