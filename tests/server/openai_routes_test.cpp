@@ -325,6 +325,9 @@ TEST(ChatCompletions, ErrorsUseTheEnvelope) {
 TEST(ChatCompletions, QueueFullIs429AndLoadingIs503) {
     FakeBackend::Options bo;
     bo.max_running = 1;
+    // The first choice must still be running when the second is submitted (a 2-token "ok" could finish first and
+    // free its slot: the test failed that way under load). The 429 cancels it, which ends the wait at once.
+    bo.first_event_delay = std::chrono::seconds(30);
     Harness h(bo, fixed("ok"));
     expect_error(h.post_json("/v1/chat/completions", chat("x", {{"n", 2}}), 429), "rate_limit_error", "");
     EXPECT_EQ(h.backend.cancelled(), 1u);  // the one admitted was cancelled again
