@@ -8,6 +8,7 @@
 // one instruction serves two outputs. The caller runs the AVX2 kernel for a last odd weight row (the same results).
 #pragma once
 
+#include "kernels/cpu/avx512_prelude.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
@@ -18,14 +19,6 @@
 #include <type_traits>
 
 namespace msa::cpu::avx512 {
-
-// Two 256-bit values as the halves of one 512-bit value.
-inline __m512 halves(__m256 lo, __m256 hi) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-}
-inline __m512i halves(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
 
 // `t`, as an expression whose type depends on D (see gemm_avx2.h: lets a discarded `if constexpr` branch of a
 // generic lambda name members the loader lacks, under clang too).

@@ -24,13 +24,7 @@
 namespace msa::cpu {
 namespace {
 
-// Two 256-bit values as the halves of one 512-bit value.
-inline __m512i halves(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-inline __m512 halves(__m256 lo, __m256 hi) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-}
+using avx512::halves;
 
 // MR activation rows against NP pairs of consecutive weight rows (rows n .. n + 2 NP - 1).
 template <int MR, int NP>

@@ -20,8 +20,7 @@ namespace {
 // Block values of two stored rows: v0 = values 0-7 of row a | of row b, v1 = values 8-15 of both.
 inline void pair_block_values(__m128i ints_a, __m128i ints_b, const float* half_a, const float* half_b, __m512& v0,
                               __m512& v1) {
-    const __m512 hs =
-        _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_broadcast_ss(half_a)), _mm256_broadcast_ss(half_b), 1);
+    const __m512 hs = avx512::halves(_mm256_broadcast_ss(half_a), _mm256_broadcast_ss(half_b));
     v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(ints_a, ints_b))), hs);
     v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpackhi_epi64(ints_a, ints_b))), hs);
 }
