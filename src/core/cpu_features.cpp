@@ -8,12 +8,15 @@
 namespace msa {
 namespace {
 
+// An environment switch: set to anything but "0".
+bool env_flag(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, "0") != 0;
+}
+
 CpuFeatures detect() {
     CpuFeatures f;
-    const char* force_scalar = std::getenv("MSA_FORCE_SCALAR");
-    if (force_scalar != nullptr && std::strcmp(force_scalar, "0") != 0) {
-        return f;
-    }
+    if (env_flag("MSA_FORCE_SCALAR")) return f;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) {
         return f;
@@ -31,11 +34,9 @@ CpuFeatures detect() {
     if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
         f.avx2 = ymm_enabled && fma && f16c && (ebx & bit_AVX2) != 0;
         f.bmi2 = (ebx & bit_BMI2) != 0;
-        f.avx512f = ymm_enabled && (ebx & bit_AVX512F) != 0;
         const unsigned avx512_ebx = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
-        const char* no_avx512 = std::getenv("MSA_NO_AVX512");
         f.avx512 = f.avx2 && zmm_enabled && (ebx & avx512_ebx) == avx512_ebx && (ecx & bit_AVX512VNNI) != 0 &&
-                   !(no_avx512 != nullptr && std::strcmp(no_avx512, "0") != 0);
+                   !env_flag("MSA_NO_AVX512");
     }
     return f;
 }

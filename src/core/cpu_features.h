@@ -10,7 +10,6 @@ namespace msa {
 struct CpuFeatures {
     bool avx2 = false;  // AVX2 + FMA + F16C together (we never use one without the others)
     bool bmi2 = false;
-    bool avx512f = false;
     // AVX-512 F, BW, DQ, VL and VNNI with the OS saving the zmm and mask state, on top of avx2.
     bool avx512 = false;
 };
