@@ -34,6 +34,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -124,14 +125,19 @@ std::string machine_name() {
     return msa::bench::cpu_model_name() + ", " + std::to_string(omp_get_num_procs()) + " CPUs";
 }
 
-// Evicts the last-level cache: adds to every word of a buffer of twice its size. Decode steps run after this
-// (unless --warm-cache), so their weights and KV come from memory, as for a model larger than the cache. It runs on
-// the engine's own thread pool: OpenMP's threads would keep spinning after the loop and take the cores the decode
-// step needs.
+// Evicts the last-level cache: reads every cache line of a buffer of twice its size. Decode steps run after this
+// (unless --warm-cache), so their weights and KV come from memory, as for a model larger than the cache. The sweep
+// only reads, so the lines it leaves are clean, as the weights a real decode streams through the cache are: a sweep
+// that wrote (sessions up to 11) left the whole cache dirty, and the next step paid for writing it back, about 1 ms
+// of a 6.7 ms step on the 2-CPU EPYC (docs/performance.md, session 12). It runs on the engine's own thread pool:
+// OpenMP's threads would keep spinning after the loop and take the cores the decode step needs.
 void evict_llc() {
-    static std::vector<std::uint64_t> junk(std::max<std::size_t>(2 * llc_bytes(), std::size_t{64} << 20) / 8);
+    static std::vector<std::uint64_t> junk(std::max<std::size_t>(2 * llc_bytes(), std::size_t{64} << 20) / 8, 1);
+    static std::atomic<std::uint64_t> sink{0};
     parallel_for(junk.size(), std::size_t{1} << 16, [](std::size_t b, std::size_t e) {
-        for (std::size_t i = b; i < e; ++i) junk[i] += i;
+        std::uint64_t sum = 0;
+        for (std::size_t i = b; i < e; i += 8) sum += junk[i];  // one word per 64-byte line
+        sink.fetch_add(sum, std::memory_order_relaxed);
     });
 }
 

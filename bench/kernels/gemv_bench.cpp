@@ -4,14 +4,17 @@
 // it), which is how kernel versions are compared on a shared machine.
 //
 //   msa_gemv_bench [--format nvfp4_w4a4|nvfp4_int8|nvfp4_exact|mxfp8|bf16] [--rows N] [--cols K] [--calls C]
-//                  [--reps R] [--threads T] [--stream] [--gap-us G] [--out FILE] [--commit SHA] [--label TEXT]
+//                  [--reps R] [--threads T] [--stream] [--gap-us G] [--group N] [--out FILE] [--commit SHA]
+//                  [--label TEXT]
 //
 // --stream: round-robin over copies of the matrix totalling >= memory_buffer_bytes() (256 MiB or 4x the last-level
 // cache: weights from memory); otherwise one matrix (in cache when it fits). GB/s counts the weight bytes (codes +
 // scales) per call. --out appends its records to the JSON array already in FILE (or starts one). --gap-us G: the
 // calling thread spins G microseconds after each call (the serial work between a decode step's parallel regions) and
 // only the calls are timed (wall): with several threads, the difference to --gap-us 0 is what a region costs when the
-// pool's workers had to wait in between.
+// pool's workers had to wait in between. --group N: each call is one linear_many() over N different matrices of this
+// shape (W4A4: with one shared quantised row), as a MoE layer's decode runs its experts' gate and up products; bytes
+// per call count all N.
 #include "common/bench_host.h"
 #include "core/parallel.h"
 #include "kernels/cpu/activation_quant.h"
@@ -39,7 +42,7 @@ double now_s() {
 int run(int argc, char** argv) {
     std::string format = "nvfp4_w4a4", out, commit, label;
     std::int64_t rows = 512, cols = 4096;
-    int calls = 200, reps = 9, threads = 1;
+    int calls = 200, reps = 9, threads = 1, group = 1;
     double gap_us = 0;
     bool stream = false;
     for (int i = 1; i < argc; ++i) {
@@ -56,6 +59,8 @@ int run(int argc, char** argv) {
         else if (a == "--threads") threads = std::stoi(next());
         else if (a == "--stream") stream = true;
         else if (a == "--gap-us") gap_us = std::stod(next());
+        else if (a == "--group")
+            group = std::stoi(next());
         else if (a == "--out") out = next();
         else if (a == "--commit") commit = next();
         else if (a == "--label") label = next();
@@ -72,16 +77,29 @@ int run(int argc, char** argv) {
 
     std::mt19937 wrng(1);
     std::vector<OwnedLinear> ms;
+    if (group < 1) throw std::runtime_error("--group needs at least 1");
     ms.push_back(random_linear(f, rows, cols, wrng));
-    const std::size_t bytes = ms[0].view.bytes();
-    while (stream && ms.size() * bytes < memory_buffer_bytes())
+    while (ms.size() < static_cast<std::size_t>(group)) ms.push_back(random_linear(f, rows, cols, wrng, &ms.front()));
+    const std::size_t bytes = ms[0].view.bytes() * static_cast<std::size_t>(group);
+    while (stream && ms.size() * ms[0].view.bytes() < memory_buffer_bytes())
         ms.push_back(random_linear(f, rows, cols, wrng, &ms.front()));
-    std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(rows));
+    const std::size_t sets = ms.size() / static_cast<std::size_t>(group);
+    std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(rows * group));
     std::mt19937 rng(2);
     for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
     cpu::Q8Rows xq;
     if (mode == 2) cpu::quantize_rows_w4a4(x.data(), 1, cols, cpu::W4a4Input::fc1, xq);
-    auto call = [&](const OwnedLinear& m) {
+    auto call = [&](std::size_t set) {
+        if (group > 1) {
+            std::vector<cpu::LinearTask> tasks;
+            for (int g = 0; g < group; ++g)
+                tasks.push_back({&ms[set * static_cast<std::size_t>(group) + static_cast<std::size_t>(g)].view,
+                                 mode == 2 ? nullptr : x.data(), mode == 2 ? &xq : nullptr, 1, y.data() + g * rows,
+                                 mode == 1 ? ActivationMode::int8 : ActivationMode::exact});
+            cpu::linear_many(tasks);
+            return;
+        }
+        const OwnedLinear& m = ms[set];
         if (mode == 2) {
             cpu::linear_q8(m.view, xq, y.data());
         } else {
@@ -95,7 +113,7 @@ int run(int argc, char** argv) {
         double in_calls = 0;
         for (int c = 0; c < calls; ++c) {
             const double s0 = now_s();
-            call(ms[static_cast<std::size_t>(c) % ms.size()]);
+            call(static_cast<std::size_t>(c) % sets);
             const double s1 = now_s();
             in_calls += s1 - s0;
             while (gap_us > 0 && now_s() - s1 < gap_us * 1e-6) {
@@ -117,7 +135,7 @@ int run(int argc, char** argv) {
         quant_us = (process_cpu_us() - c0) / qcalls;
     }
     const std::string figure = "gemv_" + format + "_m1" + (stream ? "" : "_in_cache") + "_" + std::to_string(rows) +
-                               "x" + std::to_string(cols) +
+                               "x" + std::to_string(cols) + (group > 1 ? "_group" + std::to_string(group) : "") +
                                (gap_us > 0 ? "_gap" + std::to_string(static_cast<int>(gap_us)) + "us" : "");
     std::printf("%s: %.2f GB/s wall (%.2f us per call), %.2f GB/s per CPU-second (%zu bytes per call, %d threads)%s\n",
                 figure.c_str(), static_cast<double>(bytes) / t_wall / 1e9, t_wall * 1e6,
@@ -141,6 +159,7 @@ int run(int argc, char** argv) {
                             {"calls", calls},
                             {"reps", reps},
                             {"label", label},
+                            {"group", group},
                             {"weight_bytes_cycled", ms.size() * bytes},
                             {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")}});
         };
