@@ -7,7 +7,8 @@
 #
 # Environment: THREAD_LIST="4 8 16", SPIN_LIST="30 100 300 1000", REPS=2, LABEL (names the host), MODELS=mid,
 # ISA_LIST="avx512 avx2" (runs each case with the AVX-512 kernels and with MSA_NO_AVX512=1, interleaved; default:
-# what the CPU has),
+# what the CPU has), EVICT_LIST="read write" (each case with the cache evicted by reading, the default, and by
+# writing, msa_cpu_bench --evict-by-writing, interleaved),
 # EXTRA_ARGS (more msa_cpu_bench arguments, e.g. --warm-cache),
 # RESULTS_DIR (default bench/results). Output: cpu_<date>_<LABEL>_spin<us>_t<threads>_rep<r>.json, and a table of
 # tokens/s and fraction of bandwidth on stdout (bench/cpu_spin_table.py).
@@ -27,6 +28,7 @@ for r in $(seq 1 "${REPS:-2}"); do
     for t in ${THREAD_LIST:-4 8 16}; do
         for s in ${SPIN_LIST:-30 100 300 1000}; do
           for isa in ${ISA_LIST:-default}; do
+           for evict in ${EVICT_LIST:-read}; do
             for v in "${variants[@]}"; do
                 b=$bin; c=$commit; tag=""
                 if [[ $v == before ]]; then
@@ -36,12 +38,15 @@ for r in $(seq 1 "${REPS:-2}"); do
                 fi
                 no_avx512=0
                 if [[ $isa != default ]]; then tag+=_$isa; [[ $isa == avx2 ]] && no_avx512=1; fi
+                evict_arg=""
+                if [[ -n ${EVICT_LIST:-} ]]; then tag+=_evict$evict; [[ $evict == write ]] && evict_arg=--evict-by-writing; fi
                 out="$results/cpu_${date}${LABEL:+_$LABEL}${tag}_spin${s}_t${t}_rep${r}.json"
                 LD_LIBRARY_PATH="$(cd "$(dirname "$b")/lib" 2>/dev/null && pwd)" MSA_SPIN_US=$s MSA_NO_AVX512=$no_avx512 timeout 240 "$b" \
-                    --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" --commit "$c" --out "$out" ${EXTRA_ARGS:-} \
+                    --no-kernels --random-kv --models "${MODELS:-mid}" --threads "$t" --commit "$c" --out "$out" $evict_arg ${EXTRA_ARGS:-} \
                     2>>"$results/.spin_sweep.log" || echo "$v spin $s t=$t rep $r failed or timed out (rc $?)" >&2
                 [[ -f $out ]] && files+=("$out")
             done
+           done
           done
         done
     done

@@ -12,6 +12,7 @@
 //       [--gemv-only | --attention-only | --no-kernels]
 //       [--warm-cache]       decode without evicting the last-level cache before each step (by default it is
 //                            evicted: a model that fits in a server's 300-500 MiB L3 would otherwise decode from it)
+//       [--evict-by-writing] evict by writing the buffer, as up to session 11 (the cache is then left dirty)
 //       [--no-bandwidth]     skip the bandwidth tests (fractions of bandwidth are then null; for runs under valgrind,
 //                            bench/cpu_decode_instructions.sh)
 //       [--check]            print "msa_cpu_bench ok" and exit (does the binary run here?)
@@ -66,6 +67,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 bool g_cpu_time = false;
 // Evict the last-level cache before each decode step (--warm-cache turns it off).
 bool g_cold_cache = true;
+// Evict by writing instead of reading (--evict-by-writing: the method up to session 11, kept for comparisons).
+bool g_evict_by_writing = false;
 
 double process_cpu_seconds() {
     timespec ts{};
@@ -135,6 +138,10 @@ void evict_llc() {
     static std::vector<std::uint64_t> junk(std::max<std::size_t>(2 * llc_bytes(), std::size_t{64} << 20) / 8, 1);
     static std::atomic<std::uint64_t> sink{0};
     parallel_for(junk.size(), std::size_t{1} << 16, [](std::size_t b, std::size_t e) {
+        if (g_evict_by_writing) {
+            for (std::size_t i = b; i < e; ++i) junk[i] += i;
+            return;
+        }
         std::uint64_t sum = 0;
         for (std::size_t i = b; i < e; i += 8) sum += junk[i];  // one word per 64-byte line
         sink.fetch_add(sum, std::memory_order_relaxed);
@@ -447,14 +454,17 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     const int topk = c.sparse.topk_blocks;
     const double weight_bytes = static_cast<double>(model->weight_bytes_per_token());
     const double kv_bytes = kv_bytes_per_decode_token(c, model->kv_dtype(), bm.prefill_tokens, topk);
-    const json extra = {{"model", name},
-                        {"hidden_size", c.hidden_size},
-                        {"layers", c.num_hidden_layers},
-                        {"kv_cache_dtype", std::string(kv_cache_dtype_name(model->kv_dtype()))},
-                        {"context", bm.prefill_tokens},
-                        {"cache", g_cold_cache ? "cold: last-level cache evicted before each decode step" : "warm"},
-                        {"llc_bytes", llc_bytes()},
-                        {"load_seconds", load_s}};
+    const json extra = {
+        {"model", name},
+        {"hidden_size", c.hidden_size},
+        {"layers", c.num_hidden_layers},
+        {"kv_cache_dtype", std::string(kv_cache_dtype_name(model->kv_dtype()))},
+        {"context", bm.prefill_tokens},
+        {"cache", !g_cold_cache        ? "warm"
+                  : g_evict_by_writing ? "cold: last-level cache evicted by writing before each decode step"
+                                       : "cold: last-level cache evicted by reading before each decode step"},
+        {"llc_bytes", llc_bytes()},
+        {"load_seconds", load_s}};
     if (!random_kv) {
         rec.add("model_" + name + "_prefill", bm.prefill_tokens / prefill_s, "tokens/s",
                 with(extra, {{"tokens", bm.prefill_tokens}, {"seconds", prefill_s}}));
@@ -494,6 +504,8 @@ int run(int argc, char** argv) {
         else if (a == "--quick") quick = true;
         else if (a == "--no-bandwidth") bandwidths = false;
         else if (a == "--warm-cache") g_cold_cache = false;
+        else if (a == "--evict-by-writing")
+            g_evict_by_writing = true;
         else if (a == "--check") {
             std::printf("msa_cpu_bench ok\n");
             return 0;
