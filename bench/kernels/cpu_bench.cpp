@@ -130,10 +130,11 @@ std::string machine_name() {
 
 // Evicts the last-level cache: reads every cache line of a buffer of twice its size. Decode steps run after this
 // (unless --warm-cache), so their weights and KV come from memory, as for a model larger than the cache. The sweep
-// only reads, so the lines it leaves are clean, as the weights a real decode streams through the cache are: a sweep
-// that wrote (sessions up to 11) left the whole cache dirty, and the next step paid for writing it back, about 1 ms
-// of a 6.7 ms step on the 2-CPU EPYC (docs/performance.md, session 12). It runs on the engine's own thread pool:
-// OpenMP's threads would keep spinning after the loop and take the cores the decode step needs.
+// only reads, so the lines it leaves are clean, as the weights a real decode streams through the cache are; a sweep
+// that writes (up to session 11; --evict-by-writing) leaves the whole cache dirty, and the next step's misses write
+// it back, traffic a real decode does not have (docs/performance.md, session 12, compares the two). It runs on the
+// engine's own thread pool: OpenMP's threads would keep spinning after the loop and take the cores the decode step
+// needs.
 void evict_llc() {
     static std::vector<std::uint64_t> junk(std::max<std::size_t>(2 * llc_bytes(), std::size_t{64} << 20) / 8, 1);
     static std::atomic<std::uint64_t> sink{0};

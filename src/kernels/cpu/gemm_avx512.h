@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/avx512_prelude.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
@@ -113,22 +114,7 @@ inline void pair_rows(const GemmJob& job, const Loader& w, std::int64_t i0, std:
 // Loader::kBlock.
 template <class Loader>
 void pair_gemm(const GemmJob& job, std::int64_t n1, const Loader& w, float post) {
-    for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
-        switch (std::min<std::int64_t>(4, job.m - i0)) {
-            case 1:
-                pair_rows<1>(job, w, i0, n1, post);
-                break;
-            case 2:
-                pair_rows<2>(job, w, i0, n1, post);
-                break;
-            case 3:
-                pair_rows<3>(job, w, i0, n1, post);
-                break;
-            default:
-                pair_rows<4>(job, w, i0, n1, post);
-                break;
-        }
-    }
+    for_row_tiles(job.m, [&](auto mr, std::int64_t i0) { pair_rows<mr>(job, w, i0, n1, post); });
 }
 
 // Runs `pairs` on the row pairs of the job and `avx2` on a last odd row.

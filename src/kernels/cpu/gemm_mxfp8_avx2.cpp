@@ -40,7 +40,7 @@ inline __m256 e4m3x8_times_2e_120(const std::uint8_t* codes) {
 using BlockCheck = Mxfp8BlockCheck;
 
 template <bool kInteger, BlockCheck kCheck = BlockCheck::none>
-struct Mxfp8Loader {
+struct Mxfp8Loader : Mxfp8BlockFlags<kCheck> {
     const std::uint8_t* w;
     const std::uint8_t* scales;
     std::size_t ld;  // K
@@ -67,17 +67,8 @@ struct Mxfp8Loader {
     }
     Scale block_scale(const Row& r, std::int64_t k) const { return _mm256_broadcast_ss(factors + r.s[k / 32]); }
     __m256 chunk(const Row& r, Scale f, std::int64_t k, int c) const { return _mm256_mul_ps(codes8(r.w + k + 8 * c), f); }
-    // small_tile's check of each block (mxfp8_block_check.h): a flagged block takes chunk_f16c, the F16C decoding
-    // with the factor times 2^-112 (= 2^(e - 119), exact).
-    static constexpr bool kCheckBlocks = kCheck != BlockCheck::none;
-    template <int NR>
-    bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) const {
-        return mxfp8_tile_flagged<kCheck>(r, k_end);
-    }
-    template <int NR>
-    bool block_flagged(const Row (&r)[NR], std::int64_t k) const {
-        return mxfp8_block_flagged<kCheck>(r, k);
-    }
+    // small_tile's check of each block (Mxfp8BlockFlags): a flagged block takes chunk_f16c, the F16C decoding with
+    // the factor times 2^-112 (= 2^(e - 119), exact).
     __m256 chunk_f16c(const Row& r, Scale f, std::int64_t k, int c) const {
         return _mm256_mul_ps(avx2::e4m3x8_times_2e_8(r.w + k + 8 * c), _mm256_mul_ps(f, _mm256_set1_ps(0x1p-112f)));
     }
@@ -99,12 +90,12 @@ void gemm_mxfp8_avx2(const GemmJob& job) {
         const float* f = mxfp8_block_factors(kIntShift);
         if (job.w->mxfp8_exponent_zero_blocks != nullptr) {
             const std::uint64_t* flags = job.w->mxfp8_exponent_zero_blocks;
-            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::bitmap>{data, job.w->scales, K, f, flags}, 1.0f);
+            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::bitmap>{{}, data, job.w->scales, K, f, flags}, 1.0f);
         } else {
-            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::codes>{data, job.w->scales, K, f}, 1.0f);
+            avx2::gemm_rows(job, Mxfp8Loader<true, BlockCheck::codes>{{}, data, job.w->scales, K, f}, 1.0f);
         }
     } else {
-        avx2::gemm_rows(job, Mxfp8Loader<false>{data, job.w->scales, K, mxfp8_block_factors(8)}, 1.0f);
+        avx2::gemm_rows(job, Mxfp8Loader<false>{{}, data, job.w->scales, K, mxfp8_block_factors(8)}, 1.0f);
     }
 }
 

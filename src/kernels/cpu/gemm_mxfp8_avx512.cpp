@@ -20,7 +20,7 @@ namespace {
 using BlockCheck = Mxfp8BlockCheck;
 
 template <BlockCheck kCheck>
-struct Mxfp8PairLoader {
+struct Mxfp8PairLoader : Mxfp8BlockFlags<kCheck> {
     const std::uint8_t* w;
     const std::uint8_t* scales;
     std::int64_t ld;  // K
@@ -29,7 +29,6 @@ struct Mxfp8PairLoader {
     static constexpr int kBlock = 32;
     static constexpr int kPairsForOneRow = 2;
     static constexpr int kPrefetchEvery = 64;
-    static constexpr bool kCheckBlocks = true;
     struct Row {
         const std::uint8_t* w;
         const std::uint8_t* s;
@@ -59,14 +58,6 @@ struct Mxfp8PairLoader {
             avx512::halves(avx2::e4m3x8_times_2e_8(a.w + k + 8 * c), avx2::e4m3x8_times_2e_8(b.w + k + 8 * c));
         return _mm512_mul_ps(codes, _mm512_mul_ps(f, _mm512_set1_ps(0x1p-112f)));
     }
-    template <int NR>
-    bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) const {
-        return mxfp8_tile_flagged<kCheck>(r, k_end);
-    }
-    template <int NR>
-    bool block_flagged(const Row (&r)[NR], std::int64_t k) const {
-        return mxfp8_block_flagged<kCheck>(r, k);
-    }
 };
 
 }  // namespace
@@ -84,11 +75,11 @@ void gemm_mxfp8_avx512(const GemmJob& job) {
         job,
         [&](std::int64_t n1) {
             if (job.w->mxfp8_exponent_zero_blocks != nullptr) {
-                const Mxfp8PairLoader<BlockCheck::bitmap> loader{data, job.w->scales, job.w->cols, f,
-                                                                 job.w->mxfp8_exponent_zero_blocks};
+                const Mxfp8PairLoader<BlockCheck::bitmap> loader{{},          data, job.w->scales,
+                                                                 job.w->cols, f,    job.w->mxfp8_exponent_zero_blocks};
                 avx512::pair_gemm(job, n1, loader, 1.0f);
             } else {
-                avx512::pair_gemm(job, n1, Mxfp8PairLoader<BlockCheck::codes>{data, job.w->scales, job.w->cols, f},
+                avx512::pair_gemm(job, n1, Mxfp8PairLoader<BlockCheck::codes>{{}, data, job.w->scales, job.w->cols, f},
                                   1.0f);
             }
         },

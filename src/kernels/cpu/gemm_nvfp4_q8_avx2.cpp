@@ -21,6 +21,7 @@
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
@@ -36,14 +37,9 @@ template <int MR, int NR>
 void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n, bool prefetch) {
     const std::int64_t K = job.w->cols;
     const std::int64_t groups = K / 16;
-    const auto* wbase = static_cast<const std::uint8_t*>(job.w->data);
-    const std::uint8_t* wq[NR];
-    const std::uint8_t* ws[NR];
-    for (int r = 0; r < NR; ++r) {
-        wq[r] = wbase + (n + r) * (K / 2);
-        ws[r] = job.w->scales + (n + r) * groups;
-    }
-    const std::uint8_t* next = wbase + (n + NR) * (K / 2);  // the next tile's rows, contiguous after these
+    const Nvfp4TileRows<NR> rows(*job.w, n);
+    const auto& wq = rows.codes;
+    const auto& ws = rows.scales;
     const __m256i lut =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1DoubledPlus12)));
     const __m256i twelve = _mm256_set1_epi8(12);
@@ -111,7 +107,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         if (prefetch) {
             // 8 blocks = 64 bytes of each row: fetch the matching bytes of the next tile (NR rows further on).
             for (int r = 0; r < NR; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(rows.next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
         }
         __m256 c[MR][NR];
         scales(g0, 8, c);
@@ -174,15 +170,7 @@ void tile_rows(const GemmJob& job, const Q8Rows& xq, std::int64_t i0) {
 
 // K must be a multiple of 32 (the caller uses the scalar path otherwise).
 void gemm_nvfp4_q8_avx2(const GemmJob& job, const Q8Rows& xq) {
-    for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
-        const int mr = static_cast<int>(std::min<std::int64_t>(4, job.m - i0));
-        switch (mr) {
-            case 1: tile_rows<1>(job, xq, i0); break;
-            case 2: tile_rows<2>(job, xq, i0); break;
-            case 3: tile_rows<3>(job, xq, i0); break;
-            default: tile_rows<4>(job, xq, i0); break;
-        }
-    }
+    for_row_tiles(job.m, [&](auto mr, std::int64_t i0) { tile_rows<mr>(job, xq, i0); });
 }
 
 }  // namespace msa::cpu

@@ -15,6 +15,7 @@
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
@@ -32,14 +33,9 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
     constexpr int NR = 2 * NP;
     const std::int64_t K = job.w->cols;
     const std::int64_t groups = K / 16;
-    const auto* wbase = static_cast<const std::uint8_t*>(job.w->data);
-    const std::uint8_t* wq[NR];
-    const std::uint8_t* ws[NR];
-    for (int r = 0; r < NR; ++r) {
-        wq[r] = wbase + (n + r) * (K / 2);
-        ws[r] = job.w->scales + (n + r) * groups;
-    }
-    const std::uint8_t* next = wbase + (n + NR) * (K / 2);
+    const Nvfp4TileRows<NR> rows(*job.w, n);
+    const auto& wq = rows.codes;
+    const auto& ws = rows.scales;
     const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kE2m1DoubledPlus12)));
     const __m512i twelve = _mm512_set1_epi8(12);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -52,7 +48,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
     for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
         if (prefetch) {
             for (int r = 0; r < NR; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(rows.next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
         }
         // Scale products of the group's 8 blocks, computed as the AVX2 kernel computes them, one row per half.
         __m512 c[MR][NP];
@@ -118,22 +114,7 @@ void tile_rows(const GemmJob& job, const Q8Rows& xq, std::int64_t i0) {
 
 // job.n1 - job.n0 even and K a multiple of 128 (linear.cpp checks both).
 void gemm_nvfp4_q8_avx512(const GemmJob& job, const Q8Rows& xq) {
-    for (std::int64_t i0 = 0; i0 < job.m; i0 += 4) {
-        switch (std::min<std::int64_t>(4, job.m - i0)) {
-            case 1:
-                tile_rows<1>(job, xq, i0);
-                break;
-            case 2:
-                tile_rows<2>(job, xq, i0);
-                break;
-            case 3:
-                tile_rows<3>(job, xq, i0);
-                break;
-            default:
-                tile_rows<4>(job, xq, i0);
-                break;
-        }
-    }
+    for_row_tiles(job.m, [&](auto mr, std::int64_t i0) { tile_rows<mr>(job, xq, i0); });
 }
 
 }  // namespace msa::cpu

@@ -4,6 +4,7 @@
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/kv_rows_simd.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <algorithm>
@@ -146,16 +147,9 @@ void dot_rows_fixed(const PageRows& p, int count, const float* a, float* out, st
 
 template <KvRead kMode>
 void dot_rows(const PageRows& p, int count, const float* a, std::int64_t arows, float* out, std::int64_t ldo) {
-    for (std::int64_t i0 = 0; i0 < arows; i0 += 4) {
-        const float* ai = a + i0 * p.dim;
-        float* oi = out + i0 * ldo;
-        switch (std::min<std::int64_t>(4, arows - i0)) {
-            case 1: dot_rows_fixed<kMode, 1>(p, count, ai, oi, ldo); break;
-            case 2: dot_rows_fixed<kMode, 2>(p, count, ai, oi, ldo); break;
-            case 3: dot_rows_fixed<kMode, 3>(p, count, ai, oi, ldo); break;
-            default: dot_rows_fixed<kMode, 4>(p, count, ai, oi, ldo); break;
-        }
-    }
+    for_row_tiles(arows, [&](auto mr, std::int64_t i0) {
+        dot_rows_fixed<kMode, mr>(p, count, a + i0 * p.dim, out + i0 * ldo, ldo);
+    });
 }
 
 }  // namespace

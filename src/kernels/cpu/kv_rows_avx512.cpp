@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/kv_rows_simd.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <algorithm>
@@ -111,24 +112,8 @@ void read_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int cou
 void dot_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* a, std::int64_t arows,
                               float* out, std::int64_t ldo) {
     const PageRows p = page_rows(rows, page);
-    for (std::int64_t i0 = 0; i0 < arows; i0 += 4) {
-        const float* ai = a + i0 * p.dim;
-        float* oi = out + i0 * ldo;
-        switch (std::min<std::int64_t>(4, arows - i0)) {
-            case 1:
-                dot_rows<1>(p, count, ai, oi, ldo);
-                break;
-            case 2:
-                dot_rows<2>(p, count, ai, oi, ldo);
-                break;
-            case 3:
-                dot_rows<3>(p, count, ai, oi, ldo);
-                break;
-            default:
-                dot_rows<4>(p, count, ai, oi, ldo);
-                break;
-        }
-    }
+    for_row_tiles(arows,
+                  [&](auto mr, std::int64_t i0) { dot_rows<mr>(p, count, a + i0 * p.dim, out + i0 * ldo, ldo); });
 }
 
 }  // namespace msa::cpu

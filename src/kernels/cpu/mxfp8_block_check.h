@@ -46,5 +46,20 @@ bool mxfp8_block_flagged(const Row (&r)[NR], std::int64_t k) {
     }
 }
 
+// What a loader of the small-batch routes provides for the block check (a base of the MXFP8 loaders): kCheckBlocks,
+// tile_flagged(rows, k_end) and block_flagged(rows, k).
+template <Mxfp8BlockCheck kCheck>
+struct Mxfp8BlockFlags {
+    static constexpr bool kCheckBlocks = kCheck != Mxfp8BlockCheck::none;
+    template <class Row, int NR>
+    static bool tile_flagged(const Row (&r)[NR], std::int64_t k_end) {
+        return mxfp8_tile_flagged<kCheck>(r, k_end);
+    }
+    template <class Row, int NR>
+    static bool block_flagged(const Row (&r)[NR], std::int64_t k) {
+        return mxfp8_block_flagged<kCheck>(r, k);
+    }
+};
+
 }  // namespace
 }  // namespace msa::cpu
