@@ -19,10 +19,13 @@ def main(paths):
                 continue
             pool = r.get("pool", {})
             sites = ", ".join("%s %.0f" % (s["site"].split("/")[-1], s["us"]) for s in pool.get("sites", [])[:3])
-            # The commit, the kernels' instruction set and how the cache was evicted tell the A/B variants apart.
+            # The commit, the kernels' instruction set, how the cache was evicted and whether the threads were pinned tell the
+            # A/B variants apart.
             name = r["figure"] + " " + r["commit"].split()[0] + (" " + r["simd"] if "simd" in r else "")
             if "evicted by" in r.get("cache", ""):
                 name += " evict-" + r["cache"].split("evicted by ")[1].split()[0]
+            if r.get("pinned"):
+                name += " pinned"
             rows.append((name, r["threads"], r.get("spin_us", ""), r["value"], r.get("fraction_of_bandwidth"),
                          bw, pool.get("loops"), pool.get("worker_sleeps"), pool.get("us_in_pool_loops"),
                          pool.get("us_outside"), sites))

@@ -118,6 +118,7 @@ struct Recorder {
         }
         extra["simd"] = simd_kernels();          // the kernels' instruction set (MSA_NO_AVX512=1 picks AVX2)
         extra["spin_us"] = worker_spin_us();     // the pool's worker spin before sleeping (MSA_SPIN_US)
+        extra["pinned"] = threads_pinned();      // pool threads bound to CPUs (MSA_PIN_THREADS)
         extra["load_average"] = load_average();  // the machine is shared: other jobs' load at record time
         records.push_back(extra);
         std::fprintf(stderr, "%-58s %12.3f %s\n", figure.c_str(), value, unit.c_str());

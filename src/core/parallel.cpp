@@ -1,5 +1,6 @@
 #include "core/parallel.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -113,9 +115,31 @@ private:
     }
 
     void ensure_workers(std::uint32_t wanted) {
+        const bool pin = threads_pinned();
+        if (pin && workers_.empty() && wanted > 0) pin_to_cpu(pthread_self(), 0);
         while (workers_.size() < wanted) {
             workers_.emplace_back([this] { worker_loop(); });
+            if (pin) pin_to_cpu(workers_.back().native_handle(), static_cast<int>(workers_.size()));
             workers_.back().detach();  // the pool lives for the process; workers sleep when idle
+        }
+    }
+    static void pin_to_cpu(pthread_t t, int index) {
+        static const cpu_set_t allowed = [] {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            sched_getaffinity(0, sizeof(set), &set);
+            return set;
+        }();
+        if (CPU_COUNT(&allowed) == 0) return;
+        int k = index % CPU_COUNT(&allowed);
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+            if (CPU_ISSET(cpu, &allowed) && k-- == 0) {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                CPU_SET(cpu, &one);
+                pthread_setaffinity_np(t, sizeof(one), &one);
+                return;
+            }
         }
     }
 
@@ -263,6 +287,14 @@ int num_threads() {
 
 void set_num_threads(int n) {
     thread_count().store(std::max(1, n), std::memory_order_relaxed);
+}
+
+bool threads_pinned() {
+    static const bool pinned = [] {
+        const char* v = std::getenv("MSA_PIN_THREADS");
+        return v != nullptr && std::string_view(v) != "0";
+    }();
+    return pinned;
 }
 
 int worker_spin_us() {

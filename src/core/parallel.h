@@ -36,6 +36,10 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
 int worker_spin_us();
 void set_worker_spin_us(int us);
 
+// Whether each pool thread is bound to its own CPU (MSA_PIN_THREADS=1; default off): the engine thread that starts
+// the pool to the first CPU the process may use, worker i to the (i + 1)-th (wrapping around).
+bool threads_pinned();
+
 // Profile of the loops the engine thread starts, for benchmarks. Nested loops (inside another loop's ranges) are not
 // counted; loops of one range or at one thread run inline and are counted but not timed.
 struct ParallelSiteStats {
