@@ -118,7 +118,9 @@ private:
         const bool pin = threads_pinned();
         if (pin && workers_.empty() && wanted > 0) pin_to_cpu(pthread_self(), 0);
         while (workers_.size() < wanted) {
-            workers_.emplace_back([this] { worker_loop(); });
+            // The worker starts from the generation before the loop that needs it (run() publishes that loop after
+            // this), so it joins that loop however late it starts.
+            workers_.emplace_back([this, seen = generation_.load(std::memory_order_acquire)] { worker_loop(seen); });
             if (pin) pin_to_cpu(workers_.back().native_handle(), static_cast<int>(workers_.size()));
             workers_.back().detach();  // the pool lives for the process; workers sleep when idle
         }
@@ -175,9 +177,8 @@ private:
         }
     }
 
-    void worker_loop() {
+    void worker_loop(std::uint32_t seen) {
         in_parallel_loop = true;
-        std::uint32_t seen = generation_.load(std::memory_order_acquire);
         while (true) {
             std::uint32_t gen = generation_.load(std::memory_order_acquire);
             // Spin for the configured time (the clock is read every 64 pauses), then sleep.

@@ -5,6 +5,8 @@
 #include "core/parallel.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -160,6 +163,49 @@ TEST(ParallelFor, WorkersSleepAfterTheirSpinTime) {
     std::atomic<long> total{0};
     parallel_for(1000, 1, [&](std::size_t b, std::size_t e) { total += static_cast<long>(e - b); });
     EXPECT_EQ(total.load(), 1000);
+}
+
+// Run twice by ctest: as core_test's own entry (MSA_PIN_THREADS unset: no thread is bound) and as
+// ParallelFor.PinnedThreads (MSA_PIN_THREADS=1: every pool thread bound to one CPU, distinct ones while there are
+// enough). Each is a process of its own, so the pool starts in this test with the process's CPU set.
+TEST(ParallelFor, ThreadsArePinnedOnlyWhenAsked) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    const int cpus = CPU_COUNT(&allowed);
+    const int saved = num_threads();
+    set_num_threads(std::max(2, std::min(4, cpus)));
+    std::mutex m;
+    std::vector<std::pair<std::thread::id, cpu_set_t>> seen;
+    // Ranges slow enough (2 ms each) that every thread takes some.
+    parallel_for(16, 1, [&](std::size_t, std::size_t) {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        const std::lock_guard<std::mutex> lock(m);
+        if (std::none_of(seen.begin(), seen.end(), [](const auto& s) { return s.first == std::this_thread::get_id(); }))
+            seen.emplace_back(std::this_thread::get_id(), mine);
+    });
+    set_num_threads(saved);
+    ASSERT_GE(seen.size(), 2u) << "the loop should have run on at least two threads";
+    const char* flag = std::getenv("MSA_PIN_THREADS");
+    ASSERT_EQ(threads_pinned(), flag != nullptr && std::string(flag) != "0");
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+        if (!threads_pinned()) {
+            EXPECT_TRUE(CPU_EQUAL(&seen[i].second, &allowed)) << "thread " << i << " was bound without being asked";
+            continue;
+        }
+        ASSERT_EQ(CPU_COUNT(&seen[i].second), 1) << "thread " << i << " is not bound to one CPU";
+        cpu_set_t both;
+        CPU_AND(&both, &seen[i].second, &allowed);
+        EXPECT_EQ(CPU_COUNT(&both), 1) << "thread " << i << " is bound outside the process's CPUs";
+        for (std::size_t j = 0; j < i && static_cast<int>(seen.size()) <= cpus; ++j)
+            EXPECT_FALSE(CPU_EQUAL(&seen[i].second, &seen[j].second))
+                << "threads " << j << " and " << i << " share a CPU";
+    }
 }
 
 TEST(ParallelFor, AnExceptionReachesTheCallerAfterEveryRangeEnded) {
