@@ -54,8 +54,7 @@ struct Mxfp8PairLoader : Mxfp8BlockFlags<kCheck> {
     }
     // The F16C decoding of a flagged block: e4m3 * 2^-8 times the factor times 2^-112, as the AVX2 loader's chunk_f16c.
     __m512 chunk_exact(const Row& a, const Row& b, Scale f, std::int64_t k, int c) const {
-        const __m512 codes =
-            avx512::halves(avx2::e4m3x8_times_2e_8(a.w + k + 8 * c), avx2::e4m3x8_times_2e_8(b.w + k + 8 * c));
+        const __m512 codes = avx512::e4m3x8_pair_times_2e_8(a.w + k + 8 * c, b.w + k + 8 * c);
         return _mm512_mul_ps(codes, _mm512_mul_ps(f, _mm512_set1_ps(0x1p-112f)));
     }
 };

@@ -60,8 +60,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
                 d128[i] = halves(d, d);
             }
             for (int p = 0; p < NP; ++p) {
-                const __m512 w16 =
-                    halves(avx2::e4m3x8_times_2e_8(ws[2 * p] + g0), avx2::e4m3x8_times_2e_8(ws[2 * p + 1] + g0));
+                const __m512 w16 = avx512::e4m3x8_pair_times_2e_8(ws[2 * p] + g0, ws[2 * p + 1] + g0);
                 for (int i = 0; i < MR; ++i) c[i][p] = _mm512_mul_ps(w16, d128[i]);
             }
         }
