@@ -74,8 +74,8 @@ void gemm_mxfp8_avx512(const GemmJob& job) {
         job,
         [&](std::int64_t n1) {
             if (job.w->mxfp8_exponent_zero_blocks != nullptr) {
-                const Mxfp8PairLoader<BlockCheck::bitmap> loader{{},          data, job.w->scales,
-                                                                 job.w->cols, f,    job.w->mxfp8_exponent_zero_blocks};
+                const std::uint64_t* flags = job.w->mxfp8_exponent_zero_blocks;
+                const Mxfp8PairLoader<BlockCheck::bitmap> loader{{}, data, job.w->scales, job.w->cols, f, flags};
                 avx512::pair_gemm(job, n1, loader, 1.0f);
             } else {
                 avx512::pair_gemm(job, n1, Mxfp8PairLoader<BlockCheck::codes>{{}, data, job.w->scales, job.w->cols, f},
