@@ -116,7 +116,12 @@ private:
 
     void ensure_workers(std::uint32_t wanted) {
         const bool pin = threads_pinned();
-        if (pin && workers_.empty() && wanted > 0) pin_to_cpu(pthread_self(), 0);
+        // A thread that starts loops (the model loader's, then the engine's) takes the first CPU.
+        thread_local bool caller_pinned = false;
+        if (pin && !caller_pinned) {
+            pin_to_cpu(pthread_self(), 0);
+            caller_pinned = true;
+        }
         while (workers_.size() < wanted) {
             // The worker starts from the generation before the loop that needs it (run() publishes that loop after
             // this), so it joins that loop however late it starts.

@@ -36,8 +36,9 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
 int worker_spin_us();
 void set_worker_spin_us(int us);
 
-// Whether each pool thread is bound to its own CPU (MSA_PIN_THREADS=1; default off): the engine thread that starts
-// the pool to the first CPU the process may use, worker i to the (i + 1)-th (wrapping around).
+// Whether each pool thread is bound to its own CPU (MSA_PIN_THREADS=1; default off): a thread that starts loops (the
+// model loader's, then the engine's) to the first CPU the process may use, worker i to the (i + 1)-th (wrapping
+// around).
 bool threads_pinned();
 
 // Profile of the loops the engine thread starts, for benchmarks. Nested loops (inside another loop's ranges) are not

@@ -92,7 +92,7 @@ TEST_P(LinearManyTest, EqualsOneCallPerTask) {
     };
     for (const int threads : {1, 3}) {
         set_num_threads(threads);
-        std::vector<Expect> e(6);
+        std::vector<Expect> e(10);
         std::vector<cpu::LinearTask> tasks = {
             {&vb, x256.data(), nullptr, 3, nullptr, cpu::ActivationMode::exact},
             {&vm, x512.data(), nullptr, 2, nullptr, cpu::ActivationMode::int8},
@@ -100,6 +100,13 @@ TEST_P(LinearManyTest, EqualsOneCallPerTask) {
             {&va, nullptr, &xq, 2, nullptr, cpu::ActivationMode::exact},
             {&vf, x256.data(), nullptr, 1, nullptr, cpu::ActivationMode::exact},
             {&vf, x256.data(), nullptr, 0, nullptr, cpu::ActivationMode::exact},  // empty task
+            // Int8 tasks over task 2's activations (the same rows at the same address) share its quantisation; one
+            // over other activations must not. Other row counts or widths over the same buffer quantise their own
+            // (the results would be the same either way: the quantiser works per 16 values).
+            {&vf, x512.data(), nullptr, 3, nullptr, cpu::ActivationMode::int8},
+            {&va, x512.data(), nullptr, 3, nullptr, cpu::ActivationMode::int8},
+            {&va, x512.data(), nullptr, 2, nullptr, cpu::ActivationMode::int8},
+            {&vf, x256.data(), nullptr, 3, nullptr, cpu::ActivationMode::int8},
         };
         for (std::size_t t = 0; t < tasks.size(); ++t) {
             const auto n = static_cast<std::size_t>(std::max<std::int64_t>(1, tasks[t].m) * tasks[t].w->rows);

@@ -132,8 +132,11 @@ void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
 }
 
 void linear_many(std::span<const LinearTask> tasks, CallSite where) {
-    // Int8-mode NVFP4 tasks quantise their activations first, as linear() does.
+    // Int8-mode NVFP4 tasks quantise their activations first, as linear() does. Tasks with the same activations (the
+    // same rows at the same address: gate and up, or q, k and v) share one quantisation, which is the same either
+    // way; own[t] is the task whose quantisation task t uses.
     std::vector<Q8Rows> quantised(tasks.size());
+    std::vector<std::size_t> own(tasks.size());
     struct Chunk {
         std::size_t task;
         std::int64_t n0, n1;
@@ -141,11 +144,17 @@ void linear_many(std::span<const LinearTask> tasks, CallSite where) {
     std::vector<Chunk> chunks;
     for (std::size_t t = 0; t < tasks.size(); ++t) {
         const LinearTask& task = tasks[t];
+        own[t] = t;
         if (task.m <= 0) continue;
         if (task.xq != nullptr) {
             check_q8(*task.w, *task.xq);
         } else if (task.mode == ActivationMode::int8 && task.w->format == LinearFormat::nvfp4) {
-            quantize_rows_q8(task.x, task.m, task.w->cols, quantised[t]);
+            for (std::size_t u = 0; u < t; ++u) {
+                if (quantised[u].m > 0 && tasks[u].x == task.x && tasks[u].m == task.m &&
+                    tasks[u].w->cols == task.w->cols)
+                    own[t] = u;
+            }
+            if (own[t] == t) quantize_rows_q8(task.x, task.m, task.w->cols, quantised[t]);
         }
         const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
         for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({t, n0, std::min(task.w->rows, n0 + grain)});
@@ -155,12 +164,12 @@ void linear_many(std::span<const LinearTask> tasks, CallSite where) {
         [&](std::size_t begin, std::size_t end) {
             for (std::size_t c = begin; c < end; ++c) {
                 const LinearTask& task = tasks[chunks[c].task];
-                const Q8Rows& own = quantised[chunks[c].task];
+                const Q8Rows& xq = quantised[own[chunks[c].task]];
                 const GemmJob job{task.w, task.x, task.m, task.y, task.w->rows, chunks[c].n0, chunks[c].n1};
                 if (task.xq != nullptr) {
                     run_q8(job, *task.xq);
-                } else if (own.m > 0) {
-                    run_q8(job, own);
+                } else if (xq.m > 0) {
+                    run_q8(job, xq);
                 } else {
                     run_float(job);
                 }
