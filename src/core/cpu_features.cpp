@@ -1,18 +1,11 @@
 #include "core/cpu_features.h"
 
-#include <cpuid.h>
+#include "core/env_flag.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <cpuid.h>
 
 namespace msa {
 namespace {
-
-// An environment switch: set to anything but "0".
-bool env_flag(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && std::strcmp(v, "0") != 0;
-}
 
 CpuFeatures detect() {
     CpuFeatures f;

@@ -1,5 +1,7 @@
 #include "core/parallel.h"
 
+#include "core/env_flag.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -12,7 +14,6 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -296,10 +297,7 @@ void set_num_threads(int n) {
 }
 
 bool threads_pinned() {
-    static const bool pinned = [] {
-        const char* v = std::getenv("MSA_PIN_THREADS");
-        return v != nullptr && std::string_view(v) != "0";
-    }();
+    static const bool pinned = env_flag("MSA_PIN_THREADS");
     return pinned;
 }
 
