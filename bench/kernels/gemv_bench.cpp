@@ -160,7 +160,7 @@ int run(int argc, char** argv) {
                             {"reps", reps},
                             {"label", label},
                             {"group", group},
-                            {"weight_bytes_cycled", ms.size() * bytes},
+                            {"weight_bytes_cycled", ms.size() * ms[0].view.bytes()},
                             {"load_average", run_command("cut -d' ' -f1-3 /proc/loadavg")}});
         };
         add(figure + "_wall", static_cast<double>(bytes) / t_wall / 1e9, "GB/s");
