@@ -5,6 +5,7 @@
 LAT=1:8192:1,1:32768:1,1:131072:1,8:32768:1
 BIG=32:131072:1,64:65536:1,8:524288:1
 Q8=32:131072:8,32:32768:8
+MID=2:8192:1,4:32768:1,32:32768:1
 sw() {  # tag cases [VAR=value ...]
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
@@ -12,10 +13,15 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 6: ready flags and 8-warp attention CTAs again, after the batch-1 latency changes (docs/cuda-notes.md
-# section 17). Earlier sweeps: sections 13-16.
-MID=2:8192:1,4:32768:1,32:32768:1
-sw new $LAT,$MID,$BIG,$Q8; sw ready $LAT,$MID,$BIG,$Q8 MSA_READY=2; sw warps8 $LAT,$MID MSA_ATTN_WARPS=8
+# Session 13: the indexer's early dependent launch and request-major attention CTAs, each against the session-12
+# behaviour, interleaved twice (docs/cuda-notes.md section 20). Earlier sweeps: sections 13-17.
+ALL=$LAT,$MID,$BIG,$Q8
+for rep in 1 2; do
+  sw new$rep $ALL
+  sw old$rep $ALL MSA_IDX_TRIGGER=1 MSA_ATTN_ORDER=1
+done
+sw trigger_only $ALL MSA_ATTN_ORDER=1
+sw order_only $ALL MSA_IDX_TRIGGER=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

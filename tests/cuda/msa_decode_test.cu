@@ -161,8 +161,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     // They also run the top-k in different places (the attention CTAs / the indexer's last CTA): same picks, same order.
     MsaDecodeOptions four; four.attn_warps = 4; four.attn_topk = 2;
     global.attn_warps = 4; global.attn_topk = 1;
+    global.idx_trigger = 1; global.attn_order = 1;  // the indexer's dependent launch after its scores; grid-order CTAs
     const Variant variants[] = {{"mma auto, 4 warps", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
-                                {"mma workspace merge, no prefetch, grid wait", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
+                                {"mma workspace merge, no prefetch, grid wait, late trigger, grid order", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
                                 {"simt", simt}, {"mma q8 wgmma", wg16}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise

@@ -110,6 +110,7 @@ struct IdxParams {
     bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
     unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
     bool attn_topk;  // the attention CTAs run the top-k (AttnParams::scores); the last CTA only publishes the scores
+    bool early_trigger;  // launch the dependents right after the grid-dependency wait, not after the scores
 };
 
 // The block maxima of index row `unit` (request s, row r: unit = s * rows + r): max_blocks * parts floats.
@@ -647,6 +648,11 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!p.persistent) {
         pdl_wait();
         trace_event(p.trace, kTrIdxWaited);
+        // Early trigger: the dependent attention grid may launch once every indexer CTA has passed this point, i.e.
+        // once the last wave has started, instead of once the last wave has scored; with ready flags its CTAs start
+        // on the requests already done while the last wave streams. Never before the wait: the attention of the
+        // previous call must have reset the ready flags first.
+        if (p.early_trigger) pdl_trigger();
     }
     if (it_begin < it_end) {
         cp_async_commit();
@@ -698,7 +704,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         }
         cp_async_wait<0>();
     }
-    if (!p.persistent) pdl_trigger();
+    if (!p.persistent && !p.early_trigger) pdl_trigger();
     __threadfence();
     __syncthreads();
     trace_event(p.trace, kTrIdxScored);
@@ -769,6 +775,7 @@ struct AttnParams {
     // looping over them (8 rows per warp with 8 queries).
     float* scores;
     int parts;
+    bool req_major;  // CTAs in request-major order (the linear block id runs over splits, then kv heads, then queries)
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
@@ -917,7 +924,12 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
     __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
-    const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
+    // Request-major order (no cluster): CTAs are dispatched in linear block order, so those of the requests whose
+    // top-k is done first are resident first instead of one CTA of every request spinning on its flag.
+    const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const int bq = kCluster || !p.req_major ? static_cast<int>(blockIdx.x) : static_cast<int>(lin / (gridDim.y * gridDim.z));
+    const int h = kCluster || !p.req_major ? static_cast<int>(blockIdx.y) : static_cast<int>(lin / gridDim.z % gridDim.y);
+    const int split = kCluster || !p.req_major ? static_cast<int>(blockIdx.z) : static_cast<int>(lin % gridDim.z);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
     trace_event(p.trace, kTrAttnStart);
@@ -1378,6 +1390,10 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         (void)cudaGetLastError();  // a refused query leaves no sticky error behind
         if (!p.attn_cluster && p.attn_splits > 1) p.attn_warps = 4;  // 8 warps need the cluster merge
     }
+    // Session 13: the indexer launches its dependents right after its wait, and the attention CTAs run request-major
+    // (docs/cuda-notes.md section 20).
+    p.idx_early_trigger = opt.idx_trigger != 1;
+    p.attn_req_major = !p.attn_cluster && opt.attn_order != 1;
     return p;
 }
 
@@ -1404,7 +1420,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16, g_trace, p.attn_topk};
+                           p.idx_wg16, g_trace, p.attn_topk, p.idx_early_trigger};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -1436,7 +1452,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                         a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
                         p.q_len, nq, nkv, G, p.geo.topk,
                         p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace,
-                        p.attn_topk ? scores : nullptr, p.idx_parts};
+                        p.attn_topk ? scores : nullptr, p.idx_parts, p.attn_req_major};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
     cfg.blockDim = dim3(p.attn_warps * 32);

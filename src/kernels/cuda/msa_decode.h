@@ -95,6 +95,13 @@ struct MsaDecodeOptions {
     // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
     // (mma.sync), 2 = on (measured no faster in run H of session 5).
     int idx_q8_wgmma = 0;
+    // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 0/2 = right after its own
+    // grid-dependency wait, so the attention CTAs become resident as soon as the indexer's last wave has started;
+    // 1 = after each CTA's scores (up to session 12).
+    int idx_trigger = 0;
+    // Attention CTA order: 0/2 = request-major (splits, then kv heads, then queries along the linear block id) unless
+    // the splits form clusters; 1 = grid order (queries fastest).
+    int attn_order = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -122,6 +129,8 @@ struct MsaDecodePlan {
     bool attn_warp_pipe = false;
     int attn_warps = 4;         // warps per attention CTA
     bool attn_topk = false;     // the attention CTAs run the top-k (MsaDecodeOptions::attn_topk)
+    bool idx_early_trigger = true;  // MsaDecodeOptions::idx_trigger
+    bool attn_req_major = true;     // MsaDecodeOptions::attn_order
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
