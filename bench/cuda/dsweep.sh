@@ -13,15 +13,14 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 13: the indexer's early dependent launch and request-major attention CTAs, each against the session-12
-# behaviour, interleaved twice (docs/cuda-notes.md section 20). Earlier sweeps: sections 13-17.
+# Session 13, run 3: the final defaults (early dependent launch without clusters, grid-order attention CTAs) against
+# the late launch, then attention splits and indexer items per warp under the early launch (docs/cuda-notes.md
+# section 20). Earlier sweeps: sections 13-17 and this section's run 2.
 ALL=$LAT,$MID,$BIG,$Q8
-for rep in 1 2; do
-  sw new$rep $ALL
-  sw old$rep $ALL MSA_IDX_TRIGGER=1 MSA_ATTN_ORDER=1
-done
-sw trigger_only $ALL MSA_ATTN_ORDER=1
-sw order_only $ALL MSA_IDX_TRIGGER=1
+NC=32:32768:1,32:131072:1,64:65536:1
+sw new1 $ALL; sw late $ALL MSA_IDX_TRIGGER=1; sw new2 $ALL
+for n in 2 3 6; do sw splits$n $NC MSA_SPLITS=$n; done
+for n in 4 12 16; do sw ppw$n $NC,$Q8 MSA_IDX_PPW=$n; done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -1,10 +1,12 @@
 // Correctness of the CUDA MSA decode path against a plain-loop CPU oracle written from msa.md / formats.md.
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
-// Every case runs six option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
-// 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two;
-// the workspace split merge without L2 prefetch, which must equal the automatic variant bit for bit; the cluster
-// (DSMEM) split merge with 6 splits, ready flags instead of the grid wait and a persistent indexer of 7 CTAs;
-// the SIMT reference), each twice (the second call must match the first bit for bit: counters reset, no race),
+// Every case runs eight option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
+// 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two, request-major attention CTAs
+// in the first; the workspace split merge without L2 prefetch, with the indexer's late dependent launch, which must
+// equal the first variant bit for bit; the cluster (DSMEM) split merge with 6 splits, ready flags instead of the grid
+// wait and a persistent indexer of 7 CTAs; the SIMT reference; the 8-query wgmma indexer with the early dependent
+// launch wherever the plan picks it; the defaults), each twice (the second call must match the first bit for bit:
+// counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
 // tensor-core path rounds P to FP16: observed max error 4.9e-4). --small: the two cases compute-sanitizer runs.
@@ -161,10 +163,12 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     // They also run the top-k in different places (the attention CTAs / the indexer's last CTA): same picks, same order.
     MsaDecodeOptions four; four.attn_warps = 4; four.attn_topk = 2;
     global.attn_warps = 4; global.attn_topk = 1;
-    global.idx_trigger = 1; global.attn_order = 1;  // the indexer's dependent launch after its scores; grid-order CTAs
-    const Variant variants[] = {{"mma auto, 4 warps", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
-                                {"mma workspace merge, no prefetch, grid wait, late trigger, grid order", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma", wg16}, {"mma auto", {}}};
+    global.idx_trigger = 1;  // the indexer's dependent launch after its scores
+    four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
+    wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
+    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
+                                {"mma workspace merge, no prefetch, grid wait, late trigger", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
+                                {"simt", simt}, {"mma q8 wgmma, early trigger", wg16}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {

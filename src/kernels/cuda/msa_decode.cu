@@ -1390,10 +1390,13 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         (void)cudaGetLastError();  // a refused query leaves no sticky error behind
         if (!p.attn_cluster && p.attn_splits > 1) p.attn_warps = 4;  // 8 warps need the cluster merge
     }
-    // Session 13: the indexer launches its dependents right after its wait, and the attention CTAs run request-major
-    // (docs/cuda-notes.md section 20).
-    p.idx_early_trigger = opt.idx_trigger != 1;
-    p.attn_req_major = !p.attn_cluster && opt.attn_order != 1;
+    // Early dependent launch by the indexer unless the attention is a cluster launch; grid-order attention CTAs unless
+    // asked. Session 13 sweep (docs/cuda-notes.md section 20), us, late trigger -> early: 32 x 128K 125.4 -> 120.3,
+    // 64 x 64K 137.2 -> 130.1, 32 x 32K 68.9 -> 63.7, 32 x 128K with 8 queries 295.3 -> 285.5; with the cluster merge
+    // it lost (1 x 8K 12.1 -> 15.6, 1 x 128K 18.4 -> 19.0, 8 x 512K 115.6 -> 118.2). Request-major CTAs lost
+    // everywhere they changed anything (32 x 128K 125.4 -> 129.7 with the late trigger, 120.3 -> 122.7 with the early).
+    p.idx_early_trigger = opt.idx_trigger == 2 || (opt.idx_trigger == 0 && !p.attn_cluster);
+    p.attn_req_major = !p.attn_cluster && opt.attn_order == 2;
     return p;
 }
 

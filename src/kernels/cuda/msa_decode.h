@@ -95,12 +95,13 @@ struct MsaDecodeOptions {
     // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
     // (mma.sync), 2 = on (measured no faster in run H of session 5).
     int idx_q8_wgmma = 0;
-    // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 0/2 = right after its own
+    // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 2 = right after its own
     // grid-dependency wait, so the attention CTAs become resident as soon as the indexer's last wave has started;
-    // 1 = after each CTA's scores (up to session 12).
+    // 1 = after each CTA's scores (up to session 12); 0 = 2 unless the attention is a cluster launch (session 13
+    // sweep: early 4-8% faster from 32 x 32K up without clusters, 0.3-3.5 us slower with them).
     int idx_trigger = 0;
-    // Attention CTA order: 0/2 = request-major (splits, then kv heads, then queries along the linear block id) unless
-    // the splits form clusters; 1 = grid order (queries fastest).
+    // Attention CTA order: 2 = request-major (splits, then kv heads, then queries along the linear block id) unless
+    // the splits form clusters; 0/1 = grid order (queries fastest; session 13: request-major was 2-9 us slower).
     int attn_order = 0;
 };
 
@@ -129,8 +130,8 @@ struct MsaDecodePlan {
     bool attn_warp_pipe = false;
     int attn_warps = 4;         // warps per attention CTA
     bool attn_topk = false;     // the attention CTAs run the top-k (MsaDecodeOptions::attn_topk)
-    bool idx_early_trigger = true;  // MsaDecodeOptions::idx_trigger
-    bool attn_req_major = true;     // MsaDecodeOptions::attn_order
+    bool idx_early_trigger = false;  // MsaDecodeOptions::idx_trigger
+    bool attn_req_major = false;     // MsaDecodeOptions::attn_order
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
