@@ -21,6 +21,7 @@ NC=32:32768:1,32:131072:1,64:65536:1
 sw new1 $ALL; sw late $ALL MSA_IDX_TRIGGER=1; sw new2 $ALL
 for n in 2 3 6; do sw splits$n $NC MSA_SPLITS=$n; done
 for n in 4 12 16; do sw ppw$n $NC,$Q8 MSA_IDX_PPW=$n; done
+sw topk_attn $NC MSA_ATTN_TOPK=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

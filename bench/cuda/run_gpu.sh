@@ -85,7 +85,7 @@ for step in ${STEPS//,/ }; do
       timeout $(lim 150) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
       grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;
     quick|full)
-      timeout $(lim 60) "$BIN/msa_decode_bench" $step > "$R/bench.json" 2>> "$R/bench.err"
+      timeout $(lim $([ $step = full ] && echo 200 || echo 60)) "$BIN/msa_decode_bench" $step > "$R/bench.json" 2>> "$R/bench.err"
       echo "bench rc=$?" >> "$R/bench.err"; tail -1 "$R/bench.err";;
     full_alt)
       if [ -x "$BIN/msa_decode_bench_alt" ]; then
