@@ -13,15 +13,10 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 13, run 3: the final defaults (early dependent launch without clusters, grid-order attention CTAs) against
-# the late launch, then attention splits and indexer items per warp under the early launch (docs/cuda-notes.md
-# section 20). Earlier sweeps: sections 13-17 and this section's run 2.
+# Session 13, run 4: two indexer items per warp against four at 32 x 32K (one query), the defaults twice
+# (docs/cuda-notes.md section 20). Run 3 of this session: early launch, splits, items per warp, top-k placement.
 ALL=$LAT,$MID,$BIG,$Q8
-NC=32:32768:1,32:131072:1,64:65536:1
-sw new1 $ALL; sw late $ALL MSA_IDX_TRIGGER=1; sw new2 $ALL
-for n in 2 3 6; do sw splits$n $NC MSA_SPLITS=$n; done
-for n in 4 12 16; do sw ppw$n $NC,$Q8 MSA_IDX_PPW=$n; done
-sw topk_attn $NC MSA_ATTN_TOPK=2
+sw new1 $ALL; sw ppw2 32:32768:1,16:32768:1 MSA_IDX_PPW=2; sw new2 $ALL; sw ppw2b 32:32768:1,16:32768:1 MSA_IDX_PPW=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

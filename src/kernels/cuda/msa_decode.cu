@@ -16,6 +16,8 @@
 #include <cuda_fp16.h>
 #include <math_constants.h>
 
+#include <type_traits>
+
 namespace msa::cuda {
 namespace {
 
@@ -1193,23 +1195,32 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     __syncthreads();
     const float* wts = &s_f[0][0];
     const float* pob = p.part_o + unit * p.splits * 16 * kHeadDim + dim;
-    for (int h0 = 4 * hgrp; h0 < p.G; h0 += 4 * (kAW / 4)) {  // 4 heads x up to 16 splits of loads in flight
-        float v[4][16];
+    // Up to 64 partial loads in flight per thread: all 16 heads at once for <= 4 splits (one L2 round trip instead of
+    // four: the merge is on the critical path of the step's last requests), 8 heads for <= 8 splits, else 4. Each
+    // head's sum runs over the splits in order, as the cluster merge's.
+    auto merge_heads = [&](auto heads_c, auto splits_c) {
+        constexpr int HPR = decltype(heads_c)::value, SPL = decltype(splits_c)::value;
+        for (int h0 = HPR * hgrp; h0 < p.G; h0 += HPR * (kAW / 4)) {
+            float v[HPR][SPL];
 #pragma unroll
-        for (int hh = 0; hh < 4; ++hh)
+            for (int hh = 0; hh < HPR; ++hh)
 #pragma unroll
-            for (int j = 0; j < 16; ++j)
-                v[hh][j] = (j < p.splits && h0 + hh < p.G) ? __ldcg(pob + (j * 16 + h0 + hh) * kHeadDim) : 0.f;
+                for (int j = 0; j < SPL; ++j)
+                    v[hh][j] = (j < p.splits && h0 + hh < p.G) ? __ldcg(pob + (j * 16 + h0 + hh) * kHeadDim) : 0.f;
 #pragma unroll
-        for (int hh = 0; hh < 4; ++hh) {
-            if (h0 + hh >= p.G) break;
-            float acc = 0.f;
+            for (int hh = 0; hh < HPR; ++hh) {
+                if (h0 + hh >= p.G) break;
+                float acc = 0.f;
 #pragma unroll
-            for (int j = 0; j < 16; ++j)
-                if (j < p.splits) acc = fmaf(wts[j * 16 + h0 + hh], v[hh][j], acc);
-            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + h0 + hh) * kHeadDim + dim] = acc;
+                for (int j = 0; j < SPL; ++j)
+                    if (j < p.splits) acc = fmaf(wts[j * 16 + h0 + hh], v[hh][j], acc);
+                p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + h0 + hh) * kHeadDim + dim] = acc;
+            }
         }
-    }
+    };
+    if (p.splits <= 4) merge_heads(std::integral_constant<int, 16>{}, std::integral_constant<int, 4>{});
+    else if (p.splits <= 8) merge_heads(std::integral_constant<int, 8>{}, std::integral_constant<int, 8>{});
+    else merge_heads(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{});
     if (tid == 0) p.counters[unit] = 0;
     trace_barrier_event(p.trace, kTrAttnEnd);
     if (p.ready) pdl_wait();
@@ -1268,9 +1279,13 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
                   : p.rows > 16                                                 ? 1
                                                                                 : 2;
+    // Items per warp: with one query per request about twice as many as up to session 12 (session 13 sweep: 32 x 32K
+    // 63.8 -> 59.4 us with 4 instead of 2; 32 x 128K and 64 x 64K already at the cap of 8). Several queries keep the
+    // old divisor (32 x 128K with 8 queries was slower with more: 285.7 -> 292.5 us at 12 or 16).
+    const long long pages_per_ipw = (p.rows <= 4 ? 16LL : 32LL) * sms;
     const int ipw = opt.idx_pages_per_warp > 0 ? opt.idx_pages_per_warp
                     : p.idx_parts > 2         ? 1
-                                              : static_cast<int>(std::clamp<long long>(pages / (32LL * sms), 1, 8));
+                                              : static_cast<int>(std::clamp<long long>(pages / pages_per_ipw, 1, 8));
     p.idx_items_per_cta = kWarps * ipw;
     p.idx_chunks = (max_blocks * p.idx_parts + p.idx_items_per_cta - 1) / p.idx_items_per_cta;
     const int passes = (p.idx_ntiles + p.idx_nt_pass - 1) / p.idx_nt_pass;
