@@ -4,7 +4,8 @@
 // 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two, request-major attention CTAs
 // in the first; the workspace split merge without L2 prefetch, with the indexer's late dependent launch, which must
 // equal the first variant bit for bit; the cluster (DSMEM) split merge with 6 splits, ready flags instead of the grid
-// wait and a persistent indexer of 7 CTAs; the SIMT reference; the 8-query wgmma indexer with the early dependent
+// wait and a persistent indexer of 7 CTAs; a persistent indexer of one wave with request-major attention CTAs (third
+// variant); the SIMT reference; the 8-query wgmma indexer with the early dependent
 // launch wherever the plan picks it; the defaults), each twice (the second call must match the first bit for bit:
 // counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
@@ -150,6 +151,8 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions single; single.attn_splits = 1; single.idx_parts = 2; single.attn_warp_pipe = 2;
     single.idx_nt_pass = 1;  // one index n-tile per pass (several passes over each decoded page when q_len > 2)
     single.idx_fp8 = 2;      // the FP8 indexer on mma.sync where it applies (one query per request; auto: wgmma)
+    single.idx_persistent = 2;  // a persistent indexer with the early dependent launch and request-major attention
+    single.attn_order = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 2;  // 6-8 queries: the indexer on wgmma m64n32k16
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
@@ -166,7 +169,7 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     global.idx_trigger = 1;  // the indexer's dependent launch after its scores
     four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
     wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
-    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync", single},
+    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
                                 {"mma workspace merge, no prefetch, grid wait, late trigger", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
                                 {"simt", simt}, {"mma q8 wgmma, early trigger", wg16}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;

@@ -743,9 +743,12 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
         index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
-    // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL).
+    // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL). With the early
+    // trigger the attention grid launches at once (the whole grid is one resident wave), and its CTAs run beside the
+    // indexer's where an SM has room (8 queries: two indexer CTAs and one attention CTA), request-major.
     pdl_wait();
     trace_event(p.trace, kTrIdxWaited);
+    if (p.early_trigger) pdl_trigger();
     const int total = p.chunks * p.batch;
     for (;;) {
         __syncthreads();  // the previous unit is done with the shared memory
@@ -755,7 +758,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
         if (v >= total) break;
         index_unit<NT, FP8>(p, smem, s_last, v / p.chunks, v % p.chunks);
     }
-    pdl_trigger();
+    if (!p.early_trigger) pdl_trigger();
     if (threadIdx.x == 0 && atomicAdd(&p.work[1], 1u) == gridDim.x - 1) {  // every CTA has taken its last unit
         p.work[0] = 0;
         p.work[1] = 0;
