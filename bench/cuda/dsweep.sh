@@ -13,11 +13,14 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 13, run 6: a tail attention launch for the last N requests (MSA_ATTN_TAIL) against the defaults
-# (docs/cuda-notes.md section 20). Run 5: persistent indexer beside the attention; runs 3-4: early launch, items.
-C=32:131072:1,64:65536:1,8:524288:1,32:32768:1,16:32768:1,$Q8
-sw base1 $C; sw tail4 $C MSA_ATTN_TAIL=4; sw tail1 $C MSA_ATTN_TAIL=1; sw tail2 $C MSA_ATTN_TAIL=2
-sw tail8 $C MSA_ATTN_TAIL=8; sw base2 $C; sw tail4b $C MSA_ATTN_TAIL=4
+# Session 13, run 5: a persistent indexer (one wave, early dependent launch) with request-major attention CTAs
+# beside it, against the defaults (docs/cuda-notes.md section 20). Run 4: items per warp; run 3: early launch, splits.
+Q8S=8:10240:8,8:102400:8,32:10240:8,32:102400:8,64:51200:8,128:10240:8
+C=$Q8,$Q8S,32:131072:1,64:65536:1,32:32768:1
+for rep in 1 2; do
+  sw base$rep $C; sw persist_rm$rep $C MSA_IDX_PERSIST=2 MSA_ATTN_ORDER=2
+done
+sw persist $C MSA_IDX_PERSIST=2; sw rm $C MSA_ATTN_ORDER=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

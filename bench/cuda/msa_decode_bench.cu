@@ -9,8 +9,7 @@
 // instead of the grid wait, MSA_WARP_PIPE (0 auto, 1 off, 2 on) the per-warp page pipeline,
 // MSA_IDX_PDL=1 no PDL on the indexer launch, MSA_ATTN_WARPS=4/8 the attention CTA size, MSA_ATTN_TOPK (1 in the
 // indexer, 2 in the attention CTAs) where the top-k runs, MSA_IDX_TRIGGER=1 the indexer's dependent launch after its
-// scores (not after its wait), MSA_ATTN_ORDER=2 attention CTAs request-major, MSA_ATTN_TAIL=N a tail attention launch for the last N requests;
-// MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// scores (not after its wait), MSA_ATTN_ORDER=1 attention CTAs in grid order (not request-major); MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -57,7 +56,6 @@ static MsaDecodeOptions env_options() {
     o.attn_topk = num("MSA_ATTN_TOPK");
     o.idx_trigger = num("MSA_IDX_TRIGGER");
     o.attn_order = num("MSA_ATTN_ORDER");
-    o.attn_tail = num("MSA_ATTN_TAIL");
     return o;
 }
 static int g_warm = 5, g_reps = 20;

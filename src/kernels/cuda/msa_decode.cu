@@ -113,8 +113,6 @@ struct IdxParams {
     unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
     bool attn_topk;  // the attention CTAs run the top-k (AttnParams::scores); the last CTA only publishes the scores
     bool early_trigger;  // launch the dependents right after the grid-dependency wait, not after the scores
-    int topk_batch;      // requests [0, topk_batch) get their top-k here (unless attn_topk); the tail attention's
-                         // requests run theirs in the attention CTAs
 };
 
 // The block maxima of index row `unit` (request s, row r: unit = s * rows + r): max_blocks * parts floats.
@@ -717,7 +715,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (!s_last) return;
     __threadfence();
     trace_event(p.trace, kTrTopkStart);
-    if (!p.attn_topk && s < p.topk_batch)
+    if (!p.attn_topk)
         for (int row = warp; row < p.rows; row += kWarps) topk_row(p, s, row, kv_len, lane);
     trace_barrier_event(p.trace, kTrTopkEnd);  // (trace builds only: a CTA barrier first)
     if (p.ready) {  // publish the request's rows: every writer fences, then one release store
@@ -783,7 +781,6 @@ struct AttnParams {
     float* scores;
     int parts;
     bool req_major;  // CTAs in request-major order (the linear block id runs over splits, then kv heads, then queries)
-    int bq0;         // first query row (request * q_len + query) of this launch: > 0 for the tail attention
 };
 constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
@@ -935,8 +932,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // Request-major order (no cluster): CTAs are dispatched in linear block order, so those of the requests whose
     // top-k is done first are resident first instead of one CTA of every request spinning on its flag.
     const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    const int bq = p.bq0 + (kCluster || !p.req_major ? static_cast<int>(blockIdx.x)
-                                                     : static_cast<int>(lin / (gridDim.y * gridDim.z)));
+    const int bq = kCluster || !p.req_major ? static_cast<int>(blockIdx.x) : static_cast<int>(lin / (gridDim.y * gridDim.z));
     const int h = kCluster || !p.req_major ? static_cast<int>(blockIdx.y) : static_cast<int>(lin / gridDim.z % gridDim.y);
     const int split = kCluster || !p.req_major ? static_cast<int>(blockIdx.z) : static_cast<int>(lin % gridDim.z);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
@@ -1238,11 +1234,8 @@ AttnKernel attn_kernel_for(bool cluster, int warps) {
     if (warps == 8) return cluster ? attn_kernel<true, 8> : attn_kernel<false, 8>;
     return cluster ? attn_kernel<true, 4> : attn_kernel<false, 4>;
 }
-std::size_t attn_smem_for(int warps, bool warp_pipe) {
-    return warps == 8 ? kAttnSmem8 : warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
-}
 std::size_t attn_smem(const MsaDecodePlan& p) {
-    return attn_smem_for(p.attn_warps, p.attn_warp_pipe);
+    return p.attn_warps == 8 ? kAttnSmem8 : p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
@@ -1422,28 +1415,6 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // everywhere they changed anything (32 x 128K 125.4 -> 129.7 with the late trigger, 120.3 -> 122.7 with the early).
     p.idx_early_trigger = opt.idx_trigger == 2 || (opt.idx_trigger == 0 && !p.attn_cluster);
     p.attn_req_major = !p.attn_cluster && opt.attn_order == 2;
-    // Tail attention (MsaDecodeOptions::attn_tail): the plan of a batch of the last requests alone, its attention
-    // choices copied. Its CTAs find their requests by the ready flags (they launch behind the main attention's).
-    if (opt.attn_tail > 0 && p.attn_ready && batch >= 2) {
-        MsaDecodeOptions o = opt;
-        o.attn_tail = 0;
-        o.attn_ready = 0;
-        const int tb = std::min(opt.attn_tail, batch - 1);
-        const MsaDecodePlan t = make_decode_plan(geo, tb, q_len, max_blocks, o);
-        p.tail_batch = tb;
-        p.tail_splits = t.attn_splits;
-        p.tail_pages_per_split = t.attn_pages_per_split;
-        p.tail_warps = t.attn_warps;
-        p.tail_cluster = t.attn_cluster;
-        p.tail_topk = t.attn_topk;
-        p.tail_warp_pipe = t.attn_warp_pipe;
-        if (!p.tail_cluster && p.tail_splits > p.attn_splits) {  // the workspace merge: room for the tail's splits
-            const std::size_t parts2 = u * p.tail_splits * 16;
-            p.partial_lse_off = p.partial_o_off + align(parts2 * kHeadDim * sizeof(float));
-            p.counters_off = p.partial_lse_off + align(parts2 * sizeof(float));
-            p.total_bytes = p.counters_off + align((3 * static_cast<std::size_t>(batch) + u + 2) * sizeof(unsigned));
-        }
-    }
     return p;
 }
 
@@ -1470,8 +1441,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16, g_trace, p.attn_topk, p.idx_early_trigger,
-                           p.tail_batch > 0 && p.tail_topk ? p.batch - p.tail_batch : p.batch};
+                           p.idx_wg16, g_trace, p.attn_topk, p.idx_early_trigger};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);
@@ -1499,41 +1469,31 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
         detail::launch_simt_attention(p, a, po, pl, stream);
         return;
     }
-    // One attention launch for the requests [r0, r0 + nreq) with the given choices (the main one, then the tail's).
-    auto launch_attention = [&](int r0, int nreq, int splits, int pages_per_split, bool warp_pipe, int warps,
-                                bool cluster, bool topk_here, bool req_major) {
-        const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
-                            a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
-                            p.q_len, nq, nkv, G, p.geo.topk,
-                            p.max_blocks, splits, pages_per_split, warp_pipe, kMul, g_trace,
-                            topk_here ? scores : nullptr, p.idx_parts, req_major, r0 * p.q_len};
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(nreq * p.q_len, nkv, splits);
-        cfg.blockDim = dim3(warps * 32);
-        cfg.dynamicSmemBytes = attn_smem_for(warps, warp_pipe);
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[2];
-        int na = 0;
-        if (p.opt.pdl) {
-            attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[na++].val.programmaticStreamSerializationAllowed = 1;
-        }
-        if (cluster) {
-            attr[na].id = cudaLaunchAttributeClusterDimension;
-            attr[na].val.clusterDim.x = 1;
-            attr[na].val.clusterDim.y = 1;
-            attr[na++].val.clusterDim.z = static_cast<unsigned>(splits);
-        }
-        cfg.attrs = attr;
-        cfg.numAttrs = na;
-        detail::check(cudaLaunchKernelEx(&cfg, attn_kernel_for(cluster, warps), ap));
-    };
-    const int main_batch = p.batch - p.tail_batch;
-    launch_attention(0, main_batch, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, p.attn_warps,
-                     p.attn_cluster, p.attn_topk, p.attn_req_major);
-    if (p.tail_batch > 0)
-        launch_attention(main_batch, p.tail_batch, p.tail_splits, p.tail_pages_per_split, p.tail_warp_pipe,
-                         p.tail_warps, p.tail_cluster, p.tail_topk, false);
+    const AttnParams ap{a.q, a.k_cache, a.v_cache, a.seq_lens, a.topk_out, mma_idx ? sel_pages : nullptr,
+                        a.page_table, a.out, po, pl, counters + p.batch, ready, ready ? ready + p.batch : nullptr,
+                        p.q_len, nq, nkv, G, p.geo.topk,
+                        p.max_blocks, p.attn_splits, p.attn_pages_per_split, p.attn_warp_pipe, kMul, g_trace,
+                        p.attn_topk ? scores : nullptr, p.idx_parts, p.attn_req_major};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(p.batch * p.q_len, nkv, p.attn_splits);
+    cfg.blockDim = dim3(p.attn_warps * 32);
+    cfg.dynamicSmemBytes = attn_smem(p);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    if (p.opt.pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (p.attn_cluster) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = 1;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = static_cast<unsigned>(p.attn_splits);
+    }
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
+    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel_for(p.attn_cluster, p.attn_warps), ap));
 }
 
 }  // namespace msa::cuda

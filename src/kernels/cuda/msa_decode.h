@@ -103,11 +103,6 @@ struct MsaDecodeOptions {
     // Attention CTA order: 2 = request-major (splits, then kv heads, then queries along the linear block id) unless
     // the splits form clusters; 0/1 = grid order (queries fastest; session 13: request-major was 2-9 us slower).
     int attn_order = 0;
-    // Tail attention: the last attn_tail requests get an attention launch of their own, planned as a batch of that
-    // size (the latency plan: more splits, the cluster merge, the top-k in the attention CTAs), because their top-k
-    // comes last and their attention is then the step's critical path. 0 = off (auto; session 13 run 6 measures it),
-    // > 0 = that many requests (at most batch - 1; needs the ready flags, i.e. at least 16 (query, kv head) units).
-    int attn_tail = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -137,11 +132,6 @@ struct MsaDecodePlan {
     bool attn_topk = false;     // the attention CTAs run the top-k (MsaDecodeOptions::attn_topk)
     bool idx_early_trigger = false;  // MsaDecodeOptions::idx_trigger
     bool attn_req_major = false;     // MsaDecodeOptions::attn_order
-    // Tail attention launch (MsaDecodeOptions::attn_tail): the last tail_batch requests, with these attention choices;
-    // 0 = one attention launch for all requests.
-    int tail_batch = 0;
-    int tail_splits = 1, tail_pages_per_split = 16, tail_warps = 4;
-    bool tail_cluster = false, tail_topk = false, tail_warp_pipe = false;
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
