@@ -321,6 +321,10 @@ int main(int argc, char** argv) {
         run_case("GQA8 top8 q2 batch 8", 32, 4, 8, 2, {300, 5000, 129, 128, 2049, 7777, 1, 4096}, 8);
         run_case("real 64/4 top16 q3", 64, 4, 16, 3, {2600, 3100}, 9);
         run_case("real 64/4 top16 q6", 64, 4, 16, 6, {3000, 2600}, 10);
+        std::vector<int> batch24(24);  // one query, ready flags, several splits with the workspace merge
+        std::mt19937 br(12);
+        for (int& l : batch24) l = 1 + (int)(br() % 6000);
+        run_case("real 64/4 top16 q1 batch 24", 64, 4, 16, 1, batch24, 12);
         std::vector<int> many(136);
         std::mt19937 lr(11);
         for (int& l : many) l = 1 + (int)(lr() % 400);
