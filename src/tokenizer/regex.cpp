@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/env_flag.h"
 #include "core/error.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/utf8.h"
@@ -356,9 +357,8 @@ std::string translate_oniguruma_pattern(std::string_view pattern) { return Trans
 Regex::Regex(std::string_view oniguruma_pattern, bool allow_fast_path) : pattern_(oniguruma_pattern) {
     pcre2_pattern_ = translate_oniguruma_pattern(pattern_);
     compile();
-    const char* force_scalar = std::getenv("MSA_FORCE_SCALAR");
-    const bool forced_off = force_scalar != nullptr && std::string_view(force_scalar) == "1";
-    if (allow_fast_path && !forced_off) fast_ = detect_fast_pattern(pattern_);
+    // MSA_FORCE_SCALAR (any value but "0", as for the kernels' dispatch) also turns off the hand-written matchers.
+    if (allow_fast_path && !env_flag("MSA_FORCE_SCALAR")) fast_ = detect_fast_pattern(pattern_);
 }
 
 Regex Regex::literal(std::string_view text) {

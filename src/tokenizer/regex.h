@@ -22,7 +22,7 @@ class Regex {
 public:
     // Compiles an Oniguruma-syntax pattern. Throws msa::Error naming the pattern on failure. The common
     // pre-tokenizer patterns get a hand-written ASCII fast path (regex_fast_path.h) unless allow_fast_path is false
-    // or the environment sets MSA_FORCE_SCALAR=1.
+    // or the environment sets MSA_FORCE_SCALAR (to anything but "0", as the kernels read it).
     explicit Regex(std::string_view oniguruma_pattern, bool allow_fast_path = true);
     // A pattern that matches the literal text (tokenizer.json's {"String": ...} patterns).
     static Regex literal(std::string_view text);
