@@ -34,4 +34,11 @@ strip "$DEST"/msa_* 2>/dev/null || true
 git rev-parse HEAD > "$DEST/commit.txt"
 EXCL="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx "/$DEST/" "$EXCL" 2>/dev/null || echo "/$DEST/" >> "$EXCL"
+# PACK=1: also gpupack/$DEST.tar.xz (about 1.5 MB instead of 20: the device tool carries at most 64 MiB with the
+# working tree, which is about 50 MiB). Carry ["gpupack"] and start the command with `tar xJf gpupack/$DEST.tar.xz &&`.
+if [ -n "$PACK" ]; then
+  mkdir -p gpupack && tar cJf "gpupack/$DEST.tar.xz" "$DEST"
+  grep -qx "/gpupack/" "$EXCL" 2>/dev/null || echo "/gpupack/" >> "$EXCL"
+  ls -la gpupack
+fi
 ls -la "$DEST" "$DEST/lib"
