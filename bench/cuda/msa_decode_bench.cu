@@ -8,8 +8,8 @@
 // msa_decode.h, MSA_IDX_PERSIST=2 (persistent) and MSA_IDX_CTAS the indexer grid, MSA_READY=2 ready flags
 // instead of the grid wait, MSA_WARP_PIPE (0 auto, 1 off, 2 on) the per-warp page pipeline,
 // MSA_IDX_PDL=1 no PDL on the indexer launch, MSA_ATTN_WARPS=4/8 the attention CTA size, MSA_ATTN_TOPK (1 in the
-// indexer, 2 in the attention CTAs) where the top-k runs, MSA_IDX_TRIGGER=1 the indexer's dependent launch after its
-// scores (not after its wait), MSA_ATTN_ORDER=1 attention CTAs in grid order (not request-major); MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// indexer, 2 in the attention CTAs) where the top-k runs, MSA_IDX_TRIGGER (1 after its scores, 2 after its wait) the
+// indexer's dependent launch, MSA_ATTN_ORDER=2 request-major attention CTAs; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>

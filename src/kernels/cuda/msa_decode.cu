@@ -745,7 +745,8 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
     }
     // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL). With the early
     // trigger the attention grid launches at once (the whole grid is one resident wave), and its CTAs run beside the
-    // indexer's where an SM has room (8 queries: two indexer CTAs and one attention CTA), request-major.
+    // indexer's where an SM has room (8 queries: two indexer CTAs and one attention CTA). Not faster in session 13's
+    // run 5 (docs/cuda-notes.md section 20), so the persistent grid stays an option.
     pdl_wait();
     trace_event(p.trace, kTrIdxWaited);
     if (p.early_trigger) pdl_trigger();
@@ -929,8 +930,9 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
     __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
-    // Request-major order (no cluster): CTAs are dispatched in linear block order, so those of the requests whose
-    // top-k is done first are resident first instead of one CTA of every request spinning on its flag.
+    // Request-major order (an option, no cluster; MsaDecodeOptions::attn_order): CTAs are dispatched in linear block
+    // order, so those of the requests whose top-k is done first become resident first. Measured slower than grid
+    // order in session 13 (the last request's CTAs are then dispatched last instead of being resident already).
     const unsigned lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     const int bq = kCluster || !p.req_major ? static_cast<int>(blockIdx.x) : static_cast<int>(lin / (gridDim.y * gridDim.z));
     const int h = kCluster || !p.req_major ? static_cast<int>(blockIdx.y) : static_cast<int>(lin / gridDim.z % gridDim.y);
