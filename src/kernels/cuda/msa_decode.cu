@@ -1191,35 +1191,27 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         return;
     }
     __threadfence();
-    // The per-head merge weights from the splits' LSEs (warp = head, lane = split), into s_f.
-    auto merge_weights = [&]() {
-        for (int i = tid; i < p.splits * 16; i += kAW * 32)
-            s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
-        __syncthreads();
-        for (int head = warp; head < 16; head += kAW) {
-            const float w = split_weight(lane < p.splits ? s_lse[lane][head] : -CUDART_INF_F);
-            if (lane < p.splits) s_f[lane][head] = w;
-        }
-        __syncthreads();
-    };
+    for (int i = tid; i < p.splits * 16; i += kAW * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
+    __syncthreads();
+    for (int head = warp; head < 16; head += kAW) {  // per-head merge weights: warp = head, lane = split
+        const float w = split_weight(lane < p.splits ? s_lse[lane][head] : -CUDART_INF_F);
+        if (lane < p.splits) s_f[lane][head] = w;
+    }
+    __syncthreads();
     const float* wts = &s_f[0][0];
     const float* pob = p.part_o + unit * p.splits * 16 * kHeadDim + dim;
-    // Up to 64 partial loads in flight per thread: all 16 heads at once for <= 4 splits, 8 heads for <= 8 splits, else
-    // 4; the first round's loads are issued before the LSEs are read, so that for <= 4 splits the merge costs one L2
-    // round trip, not five as up to session 12 (it is on the critical path of the step's last requests). Each head's
-    // sum runs over the splits in order, as the cluster merge's.
+    // Up to 64 partial loads in flight per thread: all 16 heads at once for <= 4 splits (one L2 round trip instead of
+    // four: the merge is on the critical path of the step's last requests), 8 heads for <= 8 splits, else 4. Each
+    // head's sum runs over the splits in order, as the cluster merge's.
     auto merge_heads = [&](auto heads_c, auto splits_c) {
         constexpr int HPR = decltype(heads_c)::value, SPL = decltype(splits_c)::value;
-        const int rounds = (p.G + HPR * (kAW / 4) - 1) / (HPR * (kAW / 4));  // the same for every thread
-        for (int round = 0; round < rounds; ++round) {
-            const int h0 = HPR * (hgrp + round * (kAW / 4));
+        for (int h0 = HPR * hgrp; h0 < p.G; h0 += HPR * (kAW / 4)) {
             float v[HPR][SPL];
 #pragma unroll
             for (int hh = 0; hh < HPR; ++hh)
 #pragma unroll
                 for (int j = 0; j < SPL; ++j)
                     v[hh][j] = (j < p.splits && h0 + hh < p.G) ? __ldcg(pob + (j * 16 + h0 + hh) * kHeadDim) : 0.f;
-            if (round == 0) merge_weights();  // every thread of the CTA runs round 0 (its barriers)
 #pragma unroll
             for (int hh = 0; hh < HPR; ++hh) {
                 if (h0 + hh >= p.G) break;
