@@ -3,7 +3,6 @@
 
 #include <pcre2.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
