@@ -13,14 +13,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 13, run 5: a persistent indexer (one wave, early dependent launch) with request-major attention CTAs
-# beside it, against the defaults (docs/cuda-notes.md section 20). Run 4: items per warp; run 3: early launch, splits.
-Q8S=8:10240:8,8:102400:8,32:10240:8,32:102400:8,64:51200:8,128:10240:8
-C=$Q8,$Q8S,32:131072:1,64:65536:1,32:32768:1
+# Session 14: the indexer with fewer instructions per page (base) against the alt build, session 13's kernels
+# (ALT_REV=7221ba3), case by case in alternation, twice.
+C=$LAT,$BIG,$Q8,$MID
 for rep in 1 2; do
-  sw base$rep $C; sw persist_rm$rep $C MSA_IDX_PERSIST=2 MSA_ATTN_ORDER=2
+  sw new$rep $C; asw old$rep $C
 done
-sw persist $C MSA_IDX_PERSIST=2; sw rm $C MSA_ATTN_ORDER=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -4,7 +4,8 @@
 # that machine lacks (libfmt, libgomp). Then, on the GPU: run with carry ["$DEST"]: `OUT=$OUT BIN=$DEST bash
 # bench/cuda/run_gpu.sh`. With ALT_FLAGS set (e.g. ALT_FLAGS=-DMSA_IDX_MIN_CTAS=5), also builds
 # $DEST/msa_decode_bench_alt: the decode benchmark with the decode kernels compiled with those extra flags (run_gpu.sh
-# steps full_alt / asweep), and records the flags in $DEST/alt_flags.txt.
+# steps full_alt / asweep), and records the flags in $DEST/alt_flags.txt. ALT_REV=<commit> builds the alt benchmark
+# from that commit's msa_decode.cu instead (a same-run A/B against older kernels; ALT_FLAGS may then be empty: " ").
 set -e
 B=${BUILD:-build-cuda}
 DEST=${DEST:-gpubin}
@@ -21,12 +22,16 @@ if [ -n "$ALT_FLAGS" ]; then
   NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
   F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
   A="$B/alt"; mkdir -p "$A"
-  $NVCC $F $ALT_FLAGS -c src/kernels/cuda/msa_decode.cu -o "$A/msa_decode.o" &
+  SRC=src/kernels/cuda/msa_decode.cu
+  [ -n "$ALT_REV" ] && SRC=src/kernels/cuda/msa_decode_alt_rev.cu  # untracked, removed below
+  [ -n "$ALT_REV" ] && git show "$ALT_REV:src/kernels/cuda/msa_decode.cu" > "$SRC"
+  $NVCC $F $ALT_FLAGS -c "$SRC" -o "$A/msa_decode.o" &
   $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$A/msa_decode_simt.o"
   wait
   $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$A/msa_decode_bench.o"
   $NVCC $F "$A/msa_decode.o" "$A/msa_decode_simt.o" "$A/msa_decode_bench.o" -o "$DEST/msa_decode_bench_alt"
-  echo "$ALT_FLAGS" > "$DEST/alt_flags.txt"
+  [ -n "$ALT_REV" ] && rm -f "$SRC"
+  echo "$ALT_FLAGS${ALT_REV:+ (msa_decode.cu of $ALT_REV)}" > "$DEST/alt_flags.txt"
 fi
 # STAGE=prefill leaves out the decode binaries (the device tool carries at most 64 MiB with the working tree)
 [ "${STAGE:-all}" = prefill ] && rm -f "$DEST/msa_decode_test" "$DEST/msa_decode_bench"

@@ -245,18 +245,18 @@ __device__ __forceinline__ void add_scaled_groups(const float (&s0)[8], const fl
     acc1 = fmaf(s1[2 * j], d[2], acc1);
     acc1 = fmaf(s1[2 * j + 1], d[3], acc1);
 }
-// The warp's key-scale table for an image of R rows: tab[row][group] = scale * 2^-56 as FP32 (E4M3 bits moved into
-// a float: scale * 2^-120, then times 2^64; exact, subnormal scales included).
+// The warp's key-scale table for an image of R rows: tab[row][group] = the E4M3 scale as FP32 (exact: two scales per
+// conversion to f16x2, then each half widened; 12 instructions per row where moving the bits into a float and
+// rescaling took 24).
 __device__ __forceinline__ void fp8_scale_table(const unsigned char* img, int R, float* tab, int lane) {
     for (int row = lane; row < R; row += 32) {
         const uint2 w = lds64(img + R * 64 + row * 8);
+        const std::uint32_t h[4] = {e4m3x2_to_h2(w.x), e4m3x2_to_h2(w.x >> 16), e4m3x2_to_h2(w.y), e4m3x2_to_h2(w.y >> 16)};
         float f[8];
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const std::uint32_t lo = k < 3 ? (w.x << (20 - 8 * k)) : (w.x >> 4);
-            const std::uint32_t hi = k < 3 ? (w.y << (20 - 8 * k)) : (w.y >> 4);
-            f[k] = __uint_as_float(lo & 0x07F00000u) * 0x1p64f;
-            f[4 + k] = __uint_as_float(hi & 0x07F00000u) * 0x1p64f;
+            f[2 * k] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[k] & 0xFFFFu)));
+            f[2 * k + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[k] >> 16)));
         }
         float4* t = reinterpret_cast<float4*>(tab + row * kFp8TabStride);
         t[0] = make_float4(f[0], f[1], f[2], f[3]);
@@ -407,7 +407,7 @@ __device__ __forceinline__ void run_fp8_items(const IdxParams& p, unsigned char*
         const unsigned char* img = wbuf + (i & 1) * stage;
         fp8_scale_table(img, R, tab, lane);
         __syncwarp();
-        const float mx = index_rows_fp8(img, tab, bq, lane, R / 16) * 0x1p62f;  // undo 2^-6 (codes) * 2^-56 (scales)
+        const float mx = index_rows_fp8(img, tab, bq, lane, R / 16) * 0x1p6f;  // undo the codes' 2^-6
         if (lane < p.rows) *score_slot(p, s, lane, it) = mx;  // lane c holds head c, and with one query row = head
         __syncwarp();  // the table and this image are reused by the next items
     }
@@ -437,12 +437,19 @@ __device__ __forceinline__ std::uint64_t wg_desc(const void* smem_ptr) {
 // column n at 16 n. Column n = (head n >> 1, half n & 1); slot k belongs to thread c = (k & 15) >> 2 of the A
 // fragment, i.e. to word 4j + c of a key row (group 2j + (c >> 1)), nibble 2 (k & 3) + (k >> 4).
 __device__ __forceinline__ void wg_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
-    for (int e = tid; e < 1024; e += kWarps * 32) {
-        const int j = e >> 8, core = (e >> 7) & 1, n = (e >> 4) & 7, kk = e & 15;
-        const int k = core * 16 + kk, c = kk >> 2, head = n >> 1, half = n & 1;
-        const int dim = 32 * j + 8 * c + 2 * (k & 3) + (k >> 4);
-        bq[e] = half == (c >> 1) && head < rows ? iq_req[head * kHeadDim + dim] : 0;
+    static_assert(kWarps * 32 * 8 == 1024, "one 8-byte run per thread");
+    // Thread tid writes bytes 8 tid .. 8 tid + 7 (1 KB = 128 threads x 8): step j, core, column n and slots
+    // k = 16 core + kk0 + t (t < 8, kk0 = 0 or 8), i.e. threads c = kk0 / 4 + t / 4, which belong to half kk0 / 8
+    // and hold channels 32 j + 2 kk0 + 2 t + core: every other byte of one 16-byte run of the query row.
+    const int e = 8 * tid, j = e >> 8, core = (e >> 7) & 1, n = (e >> 4) & 7, kk0 = e & 15;
+    const int head = n >> 1, half = n & 1;
+    uint2 out = make_uint2(0u, 0u);
+    if (half == (kk0 >> 3) && head < rows) {
+        const uint4 u = *reinterpret_cast<const uint4*>(iq_req + head * kHeadDim + 32 * j + 2 * kk0);
+        const std::uint32_t sel = core ? 0x7531u : 0x6420u;
+        out = make_uint2(prmt(u.x, u.y, sel), prmt(u.z, u.w, sel));
     }
+    *reinterpret_cast<uint2*>(bq + e) = out;
     fence_proxy_async_smem();  // generic-proxy writes -> wgmma reads
 }
 // The warpgroup's item loop: every warp runs the same number of iterations (wgmma is a warpgroup instruction; a warp
@@ -462,65 +469,66 @@ __device__ __forceinline__ void warpgroup_item_loop(int it_begin, int it_end, in
         __syncwarp();  // the image (and the scale table) are reused by the warp's next items
     }
 }
-template <class CopyItem>
-__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
-                                             int R, int s, int it_begin, int it_end, int lane, int warp,
-                                             CopyItem&& copy_item) {
-    unsigned char* bq = smem + kWarps * 2 * stage;  // 1 KB, then the warps' scale tables
-    float* tab = reinterpret_cast<float*>(bq + 1024) + warp * R * kFp8TabStride;
+// R (token rows per item: 128, 64 or 32) is a template parameter so that the m-tile loop, the copies and the scale
+// table unroll with immediate offsets; p.parts = kBlock / kR. A warp past its last item decodes whatever its buffer
+// holds (finite E4M3 codes, its own accumulator rows only) and stores nothing, so no load needs a predicate.
+template <int kR>
+__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, const int* pt,
+                                             int s, int it_begin, int it_end, int lane, int warp) {
+    constexpr int kParts = kBlock / kR, kStage = kR * 72, kMt = kR / 16;
+    unsigned char* bq = smem + kWarps * 2 * kStage;  // 1 KB, then the warps' scale tables
+    float* tab = reinterpret_cast<float*>(bq + 1024) + warp * kR * kFp8TabStride;
     wg_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
     __syncthreads();
     const std::uint64_t desc0 = wg_desc(bq);
-    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
+    const int r = lane >> 2, c = lane & 3;
     int off[4];
     chunk_offsets(r, off);
-    warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
+    auto copy_item = [&](unsigned char* dst, int item) {
+        const unsigned u = static_cast<unsigned>(item);
+        const int page = pt[u / kParts];
+        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, static_cast<int>(u % kParts) * kR,
+                        kR, lane, 32);
+    };
+    warpgroup_item_loop(it_begin, it_end, warp, wbuf, kStage, copy_item, [&](const unsigned char* img, bool live, int it) {
         if (it == it_begin) trace_event(p.trace, kTrIdxFirstImage);  // thread 0: warp 0's first item has arrived
-        if (live) fp8_scale_table(img, R, tab, lane);
+        if (live) fp8_scale_table(img, kR, tab, lane);
         __syncwarp();
         // Each m-tile's 4 wgmmas are waited for before the next m-tile is decoded: the other warpgroups of the SM fill
         // the gap. (A software pipeline that decoded m-tile t + 1 while t's wgmmas ran was 2-3% slower in run F of
         // session 5, docs/cuda-notes.md section 16.)
         float mx = -CUDART_INF_F;
-        std::uint32_t a[4][4];
-        float d[4][4];
-        auto decode = [&](int mt, std::uint32_t (&aa)[4][4]) {
-            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
+        const unsigned char* row0 = img + r * 64 + 4 * c;
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) {
+            std::uint32_t a[4][4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const std::uint32_t x0 = live ? lds32(d0 + off[j]) : 0u, x1 = live ? lds32(d0 + 512 + off[j]) : 0u;
-                aa[j][0] = e2m1_even_as_e4m3(x0);
-                aa[j][1] = e2m1_even_as_e4m3(x1);
-                aa[j][2] = e2m1_odd_as_e4m3(x0);
-                aa[j][3] = e2m1_odd_as_e4m3(x1);
+                const std::uint32_t x0 = lds32(row0 + mt * 1024 + off[j]), x1 = lds32(row0 + mt * 1024 + 512 + off[j]);
+                a[j][0] = e2m1_even_as_e4m3(x0);
+                a[j][1] = e2m1_even_as_e4m3(x1);
+                a[j][2] = e2m1_odd_as_e4m3(x0);
+                a[j][3] = e2m1_odd_as_e4m3(x1);
             }
-        };
-        auto issue = [&](const std::uint32_t (&aa)[4][4], float (&dd)[4][4]) {
-            wgmma_fence_regs(dd);
+            float d[4][4];
+            wgmma_fence_regs(d);
             wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(dd[j], aa[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
+            for (int j = 0; j < 4; ++j) wgmma_e4m3_m64n8k32(d[j], a[j], desc0 + static_cast<std::uint64_t>(j * 256 >> 4));
             wgmma_commit();
-        };
-        auto scale_max = [&](int mt, const float (&dd)[4][4]) {
+            wgmma_wait0();
+            wgmma_fence_regs(d);
             float s0[8], s1[8];
             load_row_scales(tab, mt * 16 + r, s0);
             load_row_scales(tab, mt * 16 + r + 8, s1);
             float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
-            for (int j = 0; j < 4; ++j) add_scaled_groups(s0, s1, j, dd[j], acc0, acc1);
+            for (int j = 0; j < 4; ++j) add_scaled_groups(s0, s1, j, d[j], acc0, acc1);
             mx = fmaxf(mx, fmaxf(acc0, acc1));
-        };
-        for (int mt = 0; mt < nmt; ++mt) {
-            decode(mt, a);
-            issue(a, d);
-            wgmma_wait0();
-            wgmma_fence_regs(d);
-            if (live) scale_max(mt, d);
         }
 #pragma unroll
         for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        if (live && lane < p.rows) *score_slot(p, s, lane, it) = mx * 0x1p62f;
+        if (live && lane < p.rows) *score_slot(p, s, lane, it) = mx * 0x1p6f;  // undo the codes' 2^-6
     });
 }
 
@@ -629,7 +637,8 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     int it = it_begin + warp;
     // The first item's page-table entry is loaded together with the sequence length (the row has max_blocks
     // entries, so the load is in bounds; the value is used only if the item exists).
-    const int first_page = it / p.parts < p.max_blocks ? pt[it / p.parts] : 0;
+    const int lg_parts = p.parts >> 1;  // parts is 1, 2 or 4: shifts instead of divisions by a run-time value
+    const int first_page = (it >> lg_parts) < p.max_blocks ? pt[it >> lg_parts] : 0;
     const int kv_len = p.seq_lens[s];
     const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
     const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
@@ -638,10 +647,10 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     unsigned char* wbuf = smem + warp * 2 * stage;
     uint2* bfr = reinterpret_cast<uint2*>(smem + kWarps * 2 * stage);
     auto copy_item_page = [&](unsigned char* dst, int item, int page) {
-        const int part = item - (item / p.parts) * p.parts;
+        const int part = item & (p.parts - 1);
         copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
-    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item / p.parts]); };
+    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item >> lg_parts]); };
     // Launched early by PDL, a CTA reads the sequence length, the page table and its first index-key page (history
     // blocks: complete, never rewritten) before the grid-dependency wait (msa_decode.h, MsaDecodeOptions::pdl): the
     // trace of session 6 measured 1.5-2.5 us from the wait to the first page at batch 1. Everything the previous
@@ -659,8 +668,12 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     if (it_begin < it_end) {
         cp_async_commit();
         if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
-            if (p.wgmma)
-                run_wg_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
+            if (p.wgmma && p.parts == 1)
+                run_wg_items<kBlock>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
+            else if (p.wgmma && p.parts == 2)
+                run_wg_items<kBlock / 2>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
+            else if (p.wgmma)
+                run_wg_items<kBlock / 4>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else
                 run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
         } else if (NT == 4 && p.wg16 && p.nt_total <= 4) {
