@@ -13,8 +13,9 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14: the indexer with fewer instructions per page (base) against the alt build, session 13's kernels
-# (ALT_REV=7221ba3), case by case in alternation, twice.
+# Session 14: run 2, the page-table entries of a warp's items loaded at once (new) against the alt build, run 1's
+# kernels (ALT_REV=98396f4); run 1: the indexer with fewer instructions per page against session 13's (7221ba3).
+# Case by case in alternation, twice.
 C=$LAT,$BIG,$Q8,$MID
 for rep in 1 2; do
   sw new$rep $C; asw old$rep $C
