@@ -472,8 +472,8 @@ __device__ __forceinline__ void warpgroup_item_loop(int it_begin, int it_end, in
 // R (token rows per item: 128, 64 or 32) is a template parameter so that the m-tile loop, the copies and the scale
 // table unroll with immediate offsets; p.parts = kBlock / kR. A warp past its last item decodes whatever its buffer
 // holds (finite E4M3 codes, its own accumulator rows only) and stores nothing, so no load needs a predicate.
-template <int kR, class PageOf>
-__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, PageOf&& page_of,
+template <int kR>
+__device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, const int* pt,
                                              int s, int it_begin, int it_end, int lane, int warp) {
     constexpr int kParts = kBlock / kR, kStage = kR * 72, kMt = kR / 16;
     unsigned char* bq = smem + kWarps * 2 * kStage;  // 1 KB, then the warps' scale tables
@@ -485,8 +485,10 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     int off[4];
     chunk_offsets(r, off);
     auto copy_item = [&](unsigned char* dst, int item) {
-        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page_of(item)) * kPageHeadBytes,
-                        static_cast<int>(static_cast<unsigned>(item) % kParts) * kR, kR, lane, 32);
+        const unsigned u = static_cast<unsigned>(item);
+        const int page = pt[u / kParts];
+        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, static_cast<int>(u % kParts) * kR,
+                        kR, lane, 32);
     };
     warpgroup_item_loop(it_begin, it_end, warp, wbuf, kStage, copy_item, [&](const unsigned char* img, bool live, int it) {
         if (it == it_begin) trace_event(p.trace, kTrIdxFirstImage);  // thread 0: warp 0's first item has arrived
@@ -636,18 +638,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     // The first item's page-table entry is loaded together with the sequence length (the row has max_blocks
     // entries, so the load is in bounds; the value is used only if the item exists).
     const int lg_parts = p.parts >> 1;  // parts is 1, 2 or 4: shifts instead of divisions by a run-time value
-    // The page-table entries of the warp's items, lane i holding iteration i's (items it + kWarps i), all in one load:
-    // loading each entry just before its copy stalled the warp on it once per item (session 14's profile: the top
-    // long-scoreboard line of the FP8 indexer).
-    const int it0 = it, lane_item = it0 + kWarps * lane;
-    const int lane_page =
-        lane * kWarps < p.items_per_cta && (lane_item >> lg_parts) < p.max_blocks ? pt[lane_item >> lg_parts] : 0;
-    auto page_of = [&](int item) {  // warp-uniform item of this warp
-        const int i = (item - it0) / kWarps;
-        const int from_lane = __shfl_sync(0xffffffffu, lane_page, i & 31);
-        return i < 32 ? from_lane : pt[item >> lg_parts];
-    };
-    const int first_page = page_of(it);
+    const int first_page = (it >> lg_parts) < p.max_blocks ? pt[it >> lg_parts] : 0;
     const int kv_len = p.seq_lens[s];
     const int n_hist = kv_len > 0 ? (kv_len - 1) / kBlock : 0;
     const int it_end = min(n_hist * p.parts, it_begin + p.items_per_cta);
@@ -659,7 +650,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         const int part = item & (p.parts - 1);
         copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
     };
-    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, page_of(item)); };
+    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item >> lg_parts]); };
     // Launched early by PDL, a CTA reads the sequence length, the page table and its first index-key page (history
     // blocks: complete, never rewritten) before the grid-dependency wait (msa_decode.h, MsaDecodeOptions::pdl): the
     // trace of session 6 measured 1.5-2.5 us from the wait to the first page at batch 1. Everything the previous
@@ -678,11 +669,11 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         cp_async_commit();
         if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
             if (p.wgmma && p.parts == 1)
-                run_wg_items<kBlock>(p, smem, wbuf, page_of, s, it_begin, it_end, lane, warp);
+                run_wg_items<kBlock>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else if (p.wgmma && p.parts == 2)
-                run_wg_items<kBlock / 2>(p, smem, wbuf, page_of, s, it_begin, it_end, lane, warp);
+                run_wg_items<kBlock / 2>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else if (p.wgmma)
-                run_wg_items<kBlock / 4>(p, smem, wbuf, page_of, s, it_begin, it_end, lane, warp);
+                run_wg_items<kBlock / 4>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else
                 run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
         } else if (NT == 4 && p.wg16 && p.nt_total <= 4) {
