@@ -330,22 +330,33 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
     }
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
-    float v0[16];  // the first 512 blocks stay in registers for the second pass
-    int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
+    float v0[16], v1[16];  // the first 1024 blocks stay in registers for the second pass (parts 1 or 2)
+    int pt0[16];           // and the first 512 page-table entries (local block included), loaded in the same round trip
 #pragma unroll
     for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first; -1 past local below
 #pragma unroll
     for (int k = 0; k < 16; ++k)
         if (lane + 32 * k > local) pt0[k] = -1;
-    load_scores(sc, 0, n, parts, lane, v0);
-    for (int base = 0; base < n; base += 512) {
-        float v[16];
+    // Parts 4 come only with few pages (one chunk); the plan options can force them on longer rows, which then load
+    // their second chunk like the later ones.
+    const bool two = parts < 4;
+    if (parts == 2) load_score_vectors2<float2>(sc, n, lane, v0, v1);
+    else if (parts == 1) load_score_vectors2<float>(sc, n, lane, v0, v1);
+    else load_scores(sc, 0, n, parts, lane, v0);
+    auto chunk = [&](int base, float (&v)[16]) {  // the chunk from registers when they hold it, else from L2
         if (base == 0) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else if (base == 512 && two) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v1[k];
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
+    };
+    for (int base = 0; base < n; base += 512) {
+        float v[16];
+        chunk(base, v);
         chunk_min_max(v, base, n, lane, mn, mx);
     }
     mn = warp_min(mn);
@@ -355,14 +366,9 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    for (int base = 0; base < n; base += 512) {  // second pass over the (L2-resident) scores
+    for (int base = 0; base < n; base += 512) {  // second pass (registers, then the L2-resident rest)
         float v[16];
-        if (base == 0) {
-#pragma unroll
-            for (int k = 0; k < 16; ++k) v[k] = v0[k];
-        } else {
-            load_scores(sc, base, n, parts, lane, v);
-        }
+        chunk(base, v);
         merge_keyed_chunk(top, v, base, n, lane, kq);
     }
     trace_event(trace, kTrTopkInserted);
