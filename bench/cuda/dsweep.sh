@@ -13,7 +13,8 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14, run 4: the top-k loads a row's first 1024 block scores in one round trip (new) against run 3's kernels
+# Session 14, run 5 (and 4): the top-k loads a row's first 1024 block scores in one round trip (new; run 5: only for
+# rows of more than 512 blocks, a separate instantiation) against run 3's kernels
 # (ALT_REV=aeeca79), case by case in alternation, twice. (Run 3: attention splits, items per warp, page parts;
 # run 2: the page-table entries of a warp's items in one load against run 1's kernels; run 1: the indexer with fewer
 # instructions per page against session 13's kernels, ALT_REV=7221ba3.)
