@@ -320,38 +320,32 @@ __device__ __forceinline__ void load_scores(const float* sc, int base, int n, in
 struct TopkPick {
     int blk, page;
 };
-// kTwo (rows of more than 512 blocks, parts 1 or 2): the first two chunks of scores come in one round trip and stay
-// in registers. A separate instantiation, so that shorter rows keep the one-chunk code (run 4 of session 14: with one
-// shared path the batch-1 cases at 8K-32K were 0.4-0.5 us slower).
-template <bool kTwo>
-__device__ __forceinline__ TopkPick topk_pick_rows(const float* sc, int parts, const int* pt, int local, int topk,
-                                                   int lane, unsigned long long* trace) {
+__device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos, int topk, int lane,
+                              unsigned long long* trace) {
+    if (pos < 0) return {-1, -1};
+    const int local = pos / kBlock;
+    if (local + 1 <= topk) {
+        const bool on = lane <= local;  // (local < topk <= 16)
+        return {on ? lane : -1, on ? pt[lane] : -1};
+    }
     const int n = local;  // history blocks 0..local-1, all complete and visible
     float mn = CUDART_INF_F, mx = -CUDART_INF_F;
-    float v0[16], v1[16];  // the first 1024 blocks stay in registers for the second pass (parts 1 or 2)
-    int pt0[16];           // and the first 512 page-table entries (local block included), loaded in the same round trip
+    float v0[16];  // the first 512 blocks stay in registers for the second pass
+    int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
 #pragma unroll
     for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first; -1 past local below
 #pragma unroll
     for (int k = 0; k < 16; ++k)
         if (lane + 32 * k > local) pt0[k] = -1;
-    if (kTwo && parts == 2) load_score_vectors2<float2>(sc, n, lane, v0, v1);
-    else if (kTwo) load_score_vectors2<float>(sc, n, lane, v0, v1);
-    else load_scores(sc, 0, n, parts, lane, v0);
-    auto chunk = [&](int base, float (&v)[16]) {  // the chunk from registers when they hold it, else from L2
+    load_scores(sc, 0, n, parts, lane, v0);
+    for (int base = 0; base < n; base += 512) {
+        float v[16];
         if (base == 0) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) v[k] = v0[k];
-        } else if (kTwo && base == 512) {
-#pragma unroll
-            for (int k = 0; k < 16; ++k) v[k] = v1[k];
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
-    };
-    for (int base = 0; base < n; base += 512) {
-        float v[16];
-        chunk(base, v);
         chunk_min_max(v, base, n, lane, mn, mx);
     }
     mn = warp_min(mn);
@@ -361,9 +355,14 @@ __device__ __forceinline__ TopkPick topk_pick_rows(const float* sc, int parts, c
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
-    for (int base = 0; base < n; base += 512) {  // second pass (registers, then the L2-resident rest)
+    for (int base = 0; base < n; base += 512) {  // second pass over the (L2-resident) scores
         float v[16];
-        chunk(base, v);
+        if (base == 0) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) v[k] = v0[k];
+        } else {
+            load_scores(sc, base, n, parts, lane, v);
+        }
         merge_keyed_chunk(top, v, base, n, lane, kq);
     }
     trace_event(trace, kTrTopkInserted);
@@ -377,18 +376,6 @@ __device__ __forceinline__ TopkPick topk_pick_rows(const float* sc, int parts, c
     if (lane >= topk) return {-1, -1};
     if (mine >= 512) pg = pt[mine];
     return {mine, pg};
-}
-__device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos, int topk, int lane,
-                              unsigned long long* trace) {
-    if (pos < 0) return {-1, -1};
-    const int local = pos / kBlock;  // the history blocks 0..local-1 are all complete and visible
-    if (local + 1 <= topk) {
-        const bool on = lane <= local;  // (local < topk <= 16)
-        return {on ? lane : -1, on ? pt[lane] : -1};
-    }
-    // Parts 4 come only with few pages; the plan options can force them on longer rows, which load chunk by chunk.
-    return local > 512 && parts < 4 ? topk_pick_rows<true>(sc, parts, pt, local, topk, lane, trace)
-                                    : topk_pick_rows<false>(sc, parts, pt, local, topk, lane, trace);
 }
 // The indexer's top-k of one row: picks to topk_out and sel_pages (and the optional L2 prefetch).
 __device__ void topk_row(const IdxParams& p, int s, int row, int kv_len, int lane) {

@@ -201,24 +201,6 @@ __device__ __forceinline__ void load_score_vectors(const float* sc, int base, in
         if (base + lane + 32 * k >= n) v[k] = -CUDART_INF_F;
     }
 }
-// The first two chunks at once (blocks lane + 32 k, k < 32; v0: k < 16, v1: k >= 16): all 32 loads issued before any
-// is used, so that a row of up to 1024 blocks costs one L2 round trip instead of three (two chunks in the first pass,
-// the second chunk again in the second).
-template <class V>
-__device__ __forceinline__ void load_score_vectors2(const float* sc, int n, int lane, float (&v0)[16], float (&v1)[16]) {
-    V x[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k) x[k] = __ldcg(reinterpret_cast<const V*>(sc) + min(lane + 32 * k, n - 1));
-#pragma unroll
-    for (int k = 0; k < 32; ++k) {
-        float v;
-        if constexpr (sizeof(V) == 8) v = fmaxf(x[k].x, x[k].y);
-        else v = x[k];
-        if (lane + 32 * k >= n) v = -CUDART_INF_F;
-        if (k < 16) v0[k] = v;
-        else v1[k - 16] = v;
-    }
-}
 // The row's 16-bit quantiser from its warp-reduced history min and max: key = (q << 16) | (~block & 0xFFFF).
 struct KeyedQuant {
     float scale, bias;
