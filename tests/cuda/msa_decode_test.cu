@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
         std::mt19937 lr(11);
         for (int& l : many) l = 1 + (int)(lr() % 400);
         run_case("real 64/4 top16 q1 batch 136 (one split)", 64, 4, 16, 1, many, 11);
-        // Rows of more than 512 and 1024 blocks: the top-k's second chunk from registers, its third from L2.
+        // Rows of more than 512 and 1024 blocks: the top-k takes its second and third chunks of scores from L2.
         run_case("real 64/4 top16 q1 long rows", 64, 4, 16, 1, {66000, 132000}, 13);
         run_case("real 64/4 top16 q8 long rows", 64, 4, 16, 8, {66000}, 14);
     }
