@@ -13,15 +13,15 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14, run 5 (and 4): the top-k loads a row's first 1024 block scores in one round trip (new; run 5: only for
-# rows of more than 512 blocks, a separate instantiation) against run 3's kernels
-# (ALT_REV=aeeca79), case by case in alternation, twice. (Run 3: attention splits, items per warp, page parts;
-# run 2: the page-table entries of a warp's items in one load against run 1's kernels; run 1: the indexer with fewer
-# instructions per page against session 13's kernels, ALT_REV=7221ba3.)
-C=$LAT,$BIG,$Q8,$MID
+# Session 14, run 7: attention splits around 32 x 32K, where 3 splits (one resident wave of attention CTAs) measured
+# 7% faster in run 3 and slower at 32 x 128K. (Runs 4-5: the top-k's two-chunk load against run 3's kernels,
+# ALT_REV=aeeca79; run 3: splits, items per warp, page parts; run 2: the page-table entries of a warp's items in one
+# load; run 1: the indexer with fewer instructions per page against session 13's kernels, ALT_REV=7221ba3.)
+C=16:32768:1,32:16384:1,32:32768:1,48:32768:1,64:32768:1,32:65536:1,64:16384:1,128:8192:1,96:32768:1,24:32768:1
 for rep in 1 2; do
-  sw new$rep $C; asw old$rep $C
+  sw auto$rep $C; sw s2_$rep $C MSA_SPLITS=2; sw s3_$rep $C MSA_SPLITS=3; sw s4_$rep $C MSA_SPLITS=4
 done
+sw s6 $C MSA_SPLITS=6; sw s1 $C MSA_SPLITS=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"
