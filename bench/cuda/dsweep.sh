@@ -13,15 +13,16 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14, run 7: attention splits around 32 x 32K, where 3 splits (one resident wave of attention CTAs) measured
-# 7% faster in run 3 and slower at 32 x 128K. (Runs 4-5: the top-k's two-chunk load against run 3's kernels,
-# ALT_REV=aeeca79; run 3: splits, items per warp, page parts; run 2: the page-table entries of a warp's items in one
-# load; run 1: the indexer with fewer instructions per page against session 13's kernels, ALT_REV=7221ba3.)
+# Session 14, run 8: one resident wave of attention CTAs for one-query steps with a short indexer (new) against the
+# old split rule (alt build of c2b1e8d's msa_decode.cu), case by case in alternation, twice. (Run 7: attention
+# splits around 32 x 32K; runs 4-5: the top-k's two-chunk load, ALT_REV=aeeca79; run 3: splits, items per warp, page
+# parts; run 2: the page-table entries in one load; run 1: the indexer with fewer instructions per page against
+# session 13's kernels, ALT_REV=7221ba3.)
 C=16:32768:1,32:16384:1,32:32768:1,48:32768:1,64:32768:1,32:65536:1,64:16384:1,128:8192:1,96:32768:1,24:32768:1
+C=$C,$LAT,$BIG,16:8192:1,64:4096:1,$Q8
 for rep in 1 2; do
-  sw auto$rep $C; sw s2_$rep $C MSA_SPLITS=2; sw s3_$rep $C MSA_SPLITS=3; sw s4_$rep $C MSA_SPLITS=4
+  sw new$rep $C; asw old$rep $C
 done
-sw s6 $C MSA_SPLITS=6; sw s1 $C MSA_SPLITS=1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -1324,8 +1324,16 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // About 4 CTAs per SM; at <= 32 (query, kv head) units (the cluster-merge range) about 2 per SM: run 5 measured
     // 8 x 32K (32 units) at 36.3 us with 8 splits against 44.0 with 16; batch 1 keeps 16 splits (19.3 vs 22.4 us).
     const long long cta_target = (units <= 32 ? 2LL : 4LL) * sms;
-    int splits = opt.attn_splits > 0 ? std::min(opt.attn_splits, geo.topk)
-                                     : static_cast<int>(std::clamp<long long>((cta_target + units - 1) / units, 1, geo.topk));
+    int splits = static_cast<int>(std::clamp<long long>((cta_target + units - 1) / units, 1, geo.topk));
+    // Except with one query, more than 32 units and a short indexer (under 100 index pages per SM): then at most one
+    // resident wave of attention CTAs (MSA_ATTN_MIN_CTAS per SM), 1-4 splits. Where the indexer is short, the attention
+    // barely overlaps it, and a second wave of CTAs costs a whole round of page latencies. Session 14 sweep (run 7),
+    // us, old rule -> this one: 16 x 32K 56.0 -> 39.5, 32 x 16K 54.2 -> 48.7, 24 x 32K 53.9 -> 49.8, 32 x 32K 58.2 ->
+    // 54.6, 128 x 8K 107.5 -> 100.7, 48 x 32K 69.8 -> 68.1, 64 x 16K 70.2 -> 71.7; with longer indexers more splits
+    // shorten the last request's attention (32 x 128K: 100.1 at 4 splits, 102.2 at 3).
+    if (q_len == 1 && units > 32 && pages < 100LL * sms)
+        splits = static_cast<int>(std::clamp<long long>(static_cast<long long>(MSA_ATTN_MIN_CTAS) * sms / units, 1, 4));
+    if (opt.attn_splits > 0) splits = std::min(opt.attn_splits, geo.topk);
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
     // L2 prefetch of the selected pages off unless asked: measured in run 4, the prefetches (1.2 MB at 1 x 32K) all leave from the one SM that runs
