@@ -13,13 +13,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14, run 8: one resident wave of attention CTAs for one-query steps with a short indexer (new) against the
-# old split rule (alt build of c2b1e8d's msa_decode.cu), case by case in alternation, twice. (Run 7: attention
-# splits around 32 x 32K; runs 4-5: the top-k's two-chunk load, ALT_REV=aeeca79; run 3: splits, items per warp, page
-# parts; run 2: the page-table entries in one load; run 1: the indexer with fewer instructions per page against
-# session 13's kernels, ALT_REV=7221ba3.)
-C=16:32768:1,32:16384:1,32:32768:1,48:32768:1,64:32768:1,32:65536:1,64:16384:1,128:8192:1,96:32768:1,24:32768:1
-C=$C,$LAT,$BIG,16:8192:1,64:4096:1,$Q8
+# Session 14, run 9: the one-wave split rule without its one-split-below-a-wave cases (new) against run 8's rule
+# (alt build of 0299696's msa_decode.cu), case by case in alternation, twice. (Run 8: the one-wave rule against the
+# old rule, ALT_REV=c2b1e8d; run 7: attention splits around 32 x 32K; runs 4-5: the top-k's two-chunk load; run 3:
+# splits, items per warp, page parts; run 2: the page-table entries in one load; run 1: the indexer with fewer
+# instructions per page against session 13's kernels, ALT_REV=7221ba3.)
+C=64:16384:1,64:4096:1,64:8192:1,80:16384:1,100:8192:1,128:8192:1,16:8192:1,32:32768:1,48:32768:1,24:32768:1
 for rep in 1 2; do
   sw new$rep $C; asw old$rep $C
 done
