@@ -1330,7 +1330,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // than a wave. Where the indexer is short, the attention barely overlaps it, and a second wave of CTAs costs a
     // whole round of page latencies. Session 14 sweeps, us, old rule -> this one (run 8): 16 x 8K 43.5 -> 31.5,
     // 16 x 32K 56.0 -> 39.6, 32 x 16K 54.4 -> 48.3, 24 x 32K 53.7 -> 49.4, 32 x 32K 58.5 -> 54.6, 128 x 8K 107.0 ->
-    // 100.3; one split below a wave lost (64 x 16K 69.9 -> 71.7, 64 x 4K 60.4 -> 61.0), so those keep the old rule.
+    // 100.3; one split below a wave lost (64 x 16K 69.9 -> 71.7, 64 x 4K 60.4 -> 61.1), so those keep the old rule.
     // With longer indexers more splits shorten the last request's attention (32 x 128K: 100.1 at 4 splits, 102.2 at 3).
     const long long attn_wave = static_cast<long long>(MSA_ATTN_MIN_CTAS) * sms;
     if (q_len == 1 && units > 32 && pages < 100LL * sms && (attn_wave / units >= 2 || units > attn_wave))
