@@ -1326,15 +1326,15 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     const long long cta_target = (units <= 32 ? 2LL : 4LL) * sms;
     int splits = static_cast<int>(std::clamp<long long>((cta_target + units - 1) / units, 1, geo.topk));
     // Except with one query, more than 32 units and a short indexer (under 100 index pages per SM): then at most one
-    // resident wave of attention CTAs (MSA_ATTN_MIN_CTAS per SM), 2-4 splits, or one split when even that needs more
-    // than a wave. Where the indexer is short, the attention barely overlaps it, and a second wave of CTAs costs a
-    // whole round of page latencies. Session 14 sweeps, us, old rule -> this one (run 8): 16 x 8K 43.5 -> 31.5,
-    // 16 x 32K 56.0 -> 39.6, 32 x 16K 54.4 -> 48.3, 24 x 32K 53.7 -> 49.4, 32 x 32K 58.5 -> 54.6, 128 x 8K 107.0 ->
-    // 100.3; one split below a wave lost (64 x 16K 69.9 -> 71.7, 64 x 4K 60.4 -> 61.1), so those keep the old rule.
-    // With longer indexers more splits shorten the last request's attention (32 x 128K: 100.1 at 4 splits, 102.2 at 3).
-    const long long attn_wave = static_cast<long long>(MSA_ATTN_MIN_CTAS) * sms;
-    if (q_len == 1 && units > 32 && pages < 100LL * sms && (attn_wave / units >= 2 || units > attn_wave))
-        splits = static_cast<int>(std::clamp<long long>(attn_wave / units, 1, 4));
+    // resident wave of attention CTAs (MSA_ATTN_MIN_CTAS per SM), 1-4 splits. Where the indexer is short, the attention
+    // barely overlaps it, and a second wave of CTAs costs a whole round of page latencies. Session 14 sweeps, us, old
+    // rule -> this one (run 8): 16 x 8K 43.5 -> 31.5, 16 x 32K 56.0 -> 39.6, 32 x 16K 54.4 -> 48.3, 24 x 32K 53.7 ->
+    // 49.4, 32 x 32K 58.5 -> 54.6, 128 x 8K 107.0 -> 100.3, but 64 x 16K 69.9 -> 71.7 (one split, under a wave). Keeping
+    // the old rule where this one gives a single split under a wave (run 9) won 1.7 us at 64 x 8K and 64 x 16K and
+    // lost 8 us at 80 x 16K (76.4 -> 84.5). With longer indexers more splits shorten the last request's attention
+    // (32 x 128K: 100.1 us at 4 splits, 102.2 at 3).
+    if (q_len == 1 && units > 32 && pages < 100LL * sms)
+        splits = static_cast<int>(std::clamp<long long>(static_cast<long long>(MSA_ATTN_MIN_CTAS) * sms / units, 1, 4));
     if (opt.attn_splits > 0) splits = std::min(opt.attn_splits, geo.topk);
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
