@@ -123,6 +123,12 @@ __device__ __forceinline__ float* row_scores(float* scores, std::size_t unit, in
 __device__ __forceinline__ float* score_slot(const IdxParams& p, int s, int row, int item) {
     return row_scores(p.scores, static_cast<std::size_t>(s) * p.rows + row, p.max_blocks, p.parts) + item;
 }
+// Starts the copy of token rows [part * R, part * R + R) of index-key page `page` into a warp's image (the item of
+// a warp: R = kBlock / parts rows).
+__device__ __forceinline__ void copy_index_part(const IdxParams& p, unsigned char* dst, int page, int part, int R,
+                                                int lane) {
+    copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
+}
 // Lanes 0-3 store the block maxima of NT n-tiles of 8 index rows from row0 (MMA layout: lane l holds rows 2l, 2l + 1).
 template <int NT>
 __device__ __forceinline__ void store_block_maxima(const IdxParams& p, int s, int item, int lane, int row0,
@@ -486,9 +492,7 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     chunk_offsets(r, off);
     auto copy_item = [&](unsigned char* dst, int item) {
         const unsigned u = static_cast<unsigned>(item);
-        const int page = pt[u / kParts];
-        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, static_cast<int>(u % kParts) * kR,
-                        kR, lane, 32);
+        copy_index_part(p, dst, pt[u / kParts], static_cast<int>(u % kParts), kR, lane);
     };
     warpgroup_item_loop(it_begin, it_end, warp, wbuf, kStage, copy_item, [&](const unsigned char* img, bool live, int it) {
         if (it == it_begin) trace_event(p.trace, kTrIdxFirstImage);  // thread 0: warp 0's first item has arrived
@@ -646,16 +650,14 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     const int stage = R * 72;  // bytes of one work item's image
     unsigned char* wbuf = smem + warp * 2 * stage;
     uint2* bfr = reinterpret_cast<uint2*>(smem + kWarps * 2 * stage);
-    auto copy_item_page = [&](unsigned char* dst, int item, int page) {
-        const int part = item & (p.parts - 1);
-        copy_rows_async(dst, p.ik_cache + static_cast<std::size_t>(page) * kPageHeadBytes, part * R, R, lane, 32);
+    auto copy_item = [&](unsigned char* dst, int item) {
+        copy_index_part(p, dst, pt[item >> lg_parts], item & (p.parts - 1), R, lane);
     };
-    auto copy_item = [&](unsigned char* dst, int item) { copy_item_page(dst, item, pt[item >> lg_parts]); };
     // Launched early by PDL, a CTA reads the sequence length, the page table and its first index-key page (history
     // blocks: complete, never rewritten) before the grid-dependency wait (msa_decode.h, MsaDecodeOptions::pdl): the
     // trace of session 6 measured 1.5-2.5 us from the wait to the first page at batch 1. Everything the previous
     // kernel may write (index queries, scores, counters) is touched only after the wait.
-    if (it_begin < it_end && it < it_end) copy_item_page(wbuf, it, first_page);
+    if (it_begin < it_end && it < it_end) copy_index_part(p, wbuf, first_page, it & (p.parts - 1), R, lane);
     if (!p.persistent) {
         pdl_wait();
         trace_event(p.trace, kTrIdxWaited);
