@@ -13,12 +13,13 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
   [ -x "$BIN/msa_decode_bench_alt" ] || return
   MSA_TAG=$1 timeout "${LIM:-60}" env "${@:3}" "$BIN/msa_decode_bench_alt" sel "$2" >> "$R/dsweep.jsonl" 2>> "$R/dsweep.err"
 }
-# Session 14, run 9: the one-wave split rule without its one-split-below-a-wave cases (new) against run 8's rule
-# (alt build of 0299696's msa_decode.cu), case by case in alternation, twice. (Run 8: the one-wave rule against the
-# old rule, ALT_REV=c2b1e8d; run 7: attention splits around 32 x 32K; runs 4-5: the top-k's two-chunk load; run 3:
-# splits, items per warp, page parts; run 2: the page-table entries in one load; run 1: the indexer with fewer
-# instructions per page against session 13's kernels, ALT_REV=7221ba3.)
-C=64:16384:1,64:4096:1,64:8192:1,80:16384:1,100:8192:1,128:8192:1,16:8192:1,32:32768:1,48:32768:1,24:32768:1
+# Session 15, run 1: the 8-warp attention that splits P V by dims (no warp merge, pushed cluster merge) and the
+# indexer without its arrival atomic where nothing is published, against session 14's kernels (ALT_REV=d183261),
+# case by case in alternation, twice. (Session 14, run 9: the one-wave split rule refinement; run 8: the one-wave rule
+# against the old rule, ALT_REV=c2b1e8d; run 7: attention splits around 32 x 32K; runs 4-5: the top-k's two-chunk
+# load; run 3: splits, items per warp, page parts; run 2: the page-table entries in one load; run 1: the indexer with
+# fewer instructions per page against session 13's kernels, ALT_REV=7221ba3.)
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,8:32768:1,32:131072:1,32:32768:8
 for rep in 1 2; do
   sw new$rep $C; asw old$rep $C
 done

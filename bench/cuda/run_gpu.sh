@@ -10,6 +10,7 @@
 #              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
+#   trace      phase timeline of $BIN/msa_decode_bench_trace (TRACE_CASES);
 #   test       decode test;  quick|full  decode benchmark suites;  full_alt  suite with $BIN/msa_decode_bench_alt
 #   dsweep     decode plan options (bench/cuda/dsweep.sh: MSA_* switches of msa_decode_bench) on the latency, large
 #              and 8-query cases (bench sel mode), tabled by summarize_sweep.py
@@ -81,6 +82,10 @@ for step in ${STEPS//,/ }; do
     dsweep)
       DS="$(dirname "$0")/dsweep.sh"; [ -f "$DS" ] || DS=bench/cuda/dsweep.sh  # next to this script, else in the tree
       R="$R" BIN="$BIN" LIM=$(lim 60) bash "$DS";;
+    trace)  # phase timeline of the trace build (stage with TRACE=1), TRACE_CASES (B:L:q,...)
+      [ -x "$BIN/msa_decode_bench_trace" ] && timeout $(lim 60) "$BIN/msa_decode_bench_trace" trace \
+        ${TRACE_CASES:-1:32768:1,1:131072:1,32:131072:1,32:131072:8} > "$R/trace.jsonl" 2>> "$R/trace.err"
+      python3 bench/cuda/trace_table.py "$R/trace.jsonl" > "$R/trace.md" 2>&1; cat "$R/trace.md";;
     test)
       timeout $(lim 150) "$BIN/msa_decode_test" > "$R/test.log" 2>&1; echo "test rc=$?" >> "$R/test.log"
       grep -E "decode \[|FAIL|rc=" "$R/test.log" | grep -v "PASS$" | head -20; grep -c "PASS$" "$R/test.log";;

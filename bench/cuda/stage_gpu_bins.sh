@@ -33,6 +33,19 @@ if [ -n "$ALT_FLAGS" ]; then
   [ -n "$ALT_REV" ] && rm -f "$SRC"
   echo "$ALT_FLAGS${ALT_REV:+ (msa_decode.cu of $ALT_REV)}" > "$DEST/alt_flags.txt"
 fi
+# TRACE=1: also $DEST/msa_decode_bench_trace, the decode benchmark with the current kernels built with
+# -DMSA_DECODE_TRACE (its `trace B:L:q,...` mode prints the phase timeline; bench/cuda/trace_table.py tables it), so
+# that one run can hold both an A/B against older kernels (ALT_REV) and a trace of the new ones.
+if [ -n "$TRACE" ]; then
+  NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+  F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
+  T="$B/trace"; mkdir -p "$T"
+  $NVCC $F -DMSA_DECODE_TRACE -c src/kernels/cuda/msa_decode.cu -o "$T/msa_decode.o" &
+  $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$T/msa_decode_simt.o"
+  wait
+  $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$T/msa_decode_bench.o"
+  $NVCC $F "$T/msa_decode.o" "$T/msa_decode_simt.o" "$T/msa_decode_bench.o" -o "$DEST/msa_decode_bench_trace"
+fi
 # STAGE=prefill leaves out the decode binaries (the device tool carries at most 64 MiB with the working tree)
 [ "${STAGE:-all}" = prefill ] && rm -f "$DEST/msa_decode_test" "$DEST/msa_decode_bench"
 strip "$DEST"/msa_* 2>/dev/null || true

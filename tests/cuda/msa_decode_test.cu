@@ -1,12 +1,12 @@
 // Correctness of the CUDA MSA decode path against a plain-loop CPU oracle written from msa.md / formats.md.
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
-// Every case runs eight option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
+// Every case runs nine option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
 // 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two, request-major attention CTAs
 // in the first; the workspace split merge without L2 prefetch, with the indexer's late dependent launch, which must
 // equal the first variant bit for bit; the cluster (DSMEM) split merge with 6 splits, ready flags instead of the grid
 // wait and a persistent indexer of 7 CTAs; a persistent indexer of one wave with request-major attention CTAs (third
 // variant); the SIMT reference; the 8-query wgmma indexer with the early dependent
-// launch wherever the plan picks it; the defaults), each twice (the second call must match the first bit for bit:
+// launch wherever the plan picks it; 8-warp attention CTAs with one split; the defaults), each twice (the second call must match the first bit for bit:
 // counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
@@ -169,9 +169,11 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     global.idx_trigger = 1;  // the indexer's dependent launch after its scores
     four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
     wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
+    MsaDecodeOptions eight1; eight1.attn_warps = 8; eight1.attn_splits = 1;  // 8-warp CTAs storing their output directly
     const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
                                 {"mma workspace merge, no prefetch, grid wait, late trigger", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma, early trigger", wg16}, {"mma auto", {}}};
+                                {"simt", simt}, {"mma q8 wgmma, early trigger", wg16},
+                                {"mma 8 warps, one split", eight1}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
     for (const Variant& var : variants) {

@@ -722,6 +722,13 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
         cp_async_wait<0>();
     }
     if (!p.persistent && !p.early_trigger) pdl_trigger();
+    // Top-k in the attention CTAs without ready flags: they wait for this whole grid, so there is nothing to publish
+    // and no last CTA to find; the arrival atomic (a fence and two CTA barriers, 0.7 us at 1 x 32K in session 14's
+    // trace) would only delay the grid's completion.
+    if (p.attn_topk && !p.ready) {
+        trace_barrier_event(p.trace, kTrIdxScored);
+        return;
+    }
     __threadfence();
     __syncthreads();
     trace_event(p.trace, kTrIdxScored);
@@ -802,18 +809,17 @@ constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
 constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice, kWarpStages = 3;
 constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStages * kWarpStage;  // 36 KB, 54 KB
-constexpr int kAttnSmem8 = 8 * 16 * kHeadDim * 4;  // 8 warps: the merge slabs (64 KB) exceed the page stages
 
 // One warp's NTOK-token slice [tb, tb+NTOK) (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
 // sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V load.
 // Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
 // (r+8, 32c+nd), (r+8, 32c+16+nd).
-template <int NTOK, class BeforeV>
-__device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
-                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
-                                             float (&m)[2], float (&l)[2], int sc_off, BeforeV&& before_v) {
+// S = Q K^T of one warp's NTOK-token slice [tb, tb+NTOK): sa[n-tile][e] = (head r + 8 (e >> 1), token tb + 8 n-tile +
+// 2c + (e & 1)), tokens past lim set to -inf.
+template <int NTOK>
+__device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, int lim, int lane, const Mul& mul,
+                                             const std::uint32_t (&qf)[4][2][4], int sc_off, float (&sa)[NTOK / 8][4]) {
     const int r = lane >> 2, c = lane & 3;
-    float sa[NTOK / 8][4];
     const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;  // token tb + 8 nt + r, swizzle (r >> 1) & 3
     const unsigned char* kscl = kb + sc_off + (tb + r) * 8;
 #pragma unroll
@@ -836,6 +842,14 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
             for (int e = 0; e < 4; ++e)
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
+}
+template <int NTOK, class BeforeV>
+__device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
+                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
+                                             float (&m)[2], float (&l)[2], int sc_off, BeforeV&& before_v) {
+    const int r = lane >> 2, c = lane & 3;
+    float sa[NTOK / 8][4];
+    slice_scores<NTOK>(kb, tb, lim, lane, mul, qf, sc_off, sa);
     float mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
     for (int nt = 0; nt < NTOK / 8; ++nt) {
@@ -910,6 +924,68 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     }
 }
 
+// The Q fragments of (query bq, kv head h): rows r and r + 8 of its G heads (zero past G), E4M3 -> FP16 x 2^7, in
+// the A layout of attend_slice.
+__device__ __forceinline__ void load_query_frags(const AttnParams& p, int bq, int h, int lane,
+                                                 std::uint32_t (&qf)[4][2][4]) {
+    const int r = lane >> 2, c = lane & 3;
+    const std::uint8_t* qb = p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const int head = r + 8 * hh;
+            const uint2 u = head < p.G ? *reinterpret_cast<const uint2*>(qb + head * kHeadDim + gp * 32 + c * 8)
+                                       : make_uint2(0u, 0u);
+            std::uint32_t q4[4];
+            query_pairs(u, q4);
+            qf[gp][0][hh] = q4[0];
+            qf[gp][0][2 + hh] = q4[1];
+            qf[gp][1][hh] = q4[2];
+            qf[gp][1][2 + hh] = q4[3];
+        }
+}
+// Warp 0 of an attention CTA: this split's selected pages of `unit` (request s, query position pos), compacted
+// (ballot) into s_blk / s_pg (s_n of them) so that the page loop sees only valid ones. With ready flags it first waits
+// for the request's scores or top-k; with AttnParams::scores it runs the row's top-k itself.
+__device__ __forceinline__ void select_split_pages(const AttnParams& p, int s, int pos, std::size_t unit, int split,
+                                                   int lane, int* s_blk, int* s_pg, int& s_n) {
+    if (p.ready) {
+        while (ld_acquire(p.ready + s) == 0u) {
+        }
+        // The last CTA of the request to get here resets the flag for the next call (the next indexer waits for
+        // this grid to complete before it can set it again).
+        if (lane == 0 && atomicAdd(p.consumed + s, 1u) == static_cast<unsigned>(p.q_len * p.nkv * p.splits - 1)) {
+            p.consumed[s] = 0;
+            p.ready[s] = 0;
+        }
+    }
+    int blk = -1, pg = -1;
+    const int slot = split * p.pages_per_split + lane;
+    if (p.scores) {
+        const TopkPick pk = topk_pick(row_scores(p.scores, unit, p.max_blocks, p.parts), p.parts,
+                                      p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane,
+                                      nullptr);
+        if (split == 0 && lane < p.topk) p.topk_idx[unit * p.topk + lane] = pk.blk;
+        const int b = __shfl_sync(0xffffffffu, pk.blk, slot & 31), g = __shfl_sync(0xffffffffu, pk.page, slot & 31);
+        if (lane < p.pages_per_split && slot < p.topk) {
+            blk = b;
+            pg = g;
+        }
+    } else if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
+        blk = __ldcg(p.topk_idx + unit * p.topk + slot);
+        if (p.sel_pages) pg = __ldcg(p.sel_pages + unit * p.topk + slot);  // no dependent page-table load
+        else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
+    }
+    const unsigned valid = __ballot_sync(0xffffffffu, blk >= 0);
+    if (blk >= 0) {
+        const int idx = __popc(valid & ((1u << lane) - 1u));
+        s_blk[idx] = blk;
+        s_pg[idx] = pg;
+    }
+    if (lane == 0) s_n = __popc(valid);
+}
+
 // Swizzled [16 heads][128 dims] FP32 slab: conflict-free for the fragment-order stores and the row-order reads.
 __device__ __forceinline__ int slab_idx(int head, int dim) {
     return head * kHeadDim + (dim ^ ((((dim >> 5) & 3) << 3) ^ (head & 7)));
@@ -958,66 +1034,14 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
     const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
-    {
-        const std::uint8_t* qb = p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
-#pragma unroll
-        for (int gp = 0; gp < 4; ++gp)
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-                const int head = r + 8 * hh;
-                const uint2 u = head < p.G ? *reinterpret_cast<const uint2*>(qb + head * kHeadDim + gp * 32 + c * 8)
-                                           : make_uint2(0u, 0u);
-                std::uint32_t q4[4];
-                query_pairs(u, q4);
-                qf[gp][0][hh] = q4[0];
-                qf[gp][0][2 + hh] = q4[1];
-                qf[gp][1][hh] = q4[2];
-                qf[gp][1][2 + hh] = q4[3];
-            }
-    }
+    load_query_frags(p, bq, h, lane, qf);
     // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
     // only for this request's top-k, published by the indexer CTA that ran it.
     if (!p.ready) pdl_wait();
     trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
-    if (warp == 0) {  // this split's selected pages, compacted (ballot) so the pipeline sees only valid ones
-        if (p.ready) {
-            while (ld_acquire(p.ready + s) == 0u) {
-            }
-            // The last CTA of the request to get here resets the flag for the next call (the next indexer waits for
-            // this grid to complete before it can set it again).
-            if (lane == 0 &&
-                atomicAdd(p.consumed + s, 1u) == static_cast<unsigned>(p.q_len * p.nkv * p.splits - 1)) {
-                p.consumed[s] = 0;
-                p.ready[s] = 0;
-            }
-        }
-        int blk = -1, pg = -1;
-        const int slot = split * p.pages_per_split + lane;
-        if (p.scores) {
-            const TopkPick pk = topk_pick(row_scores(p.scores, unit, p.max_blocks, p.parts), p.parts,
-                                          p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane,
-                                          nullptr);
-            if (split == 0 && lane < p.topk) p.topk_idx[unit * p.topk + lane] = pk.blk;
-            const int b = __shfl_sync(0xffffffffu, pk.blk, slot & 31), g = __shfl_sync(0xffffffffu, pk.page, slot & 31);
-            if (lane < p.pages_per_split && slot < p.topk) {
-                blk = b;
-                pg = g;
-            }
-        } else if (lane < p.pages_per_split && slot < p.topk && pos >= 0) {
-            blk = __ldcg(p.topk_idx + unit * p.topk + slot);
-            if (p.sel_pages) pg = __ldcg(p.sel_pages + unit * p.topk + slot);  // no dependent page-table load
-            else if (blk >= 0) pg = p.page_table[static_cast<std::size_t>(s) * p.max_blocks + blk];
-        }
-        const unsigned valid = __ballot_sync(0xffffffffu, blk >= 0);
-        if (blk >= 0) {
-            const int idx = __popc(valid & ((1u << lane) - 1u));
-            s_blk[idx] = blk;
-            s_pg[idx] = pg;
-        }
-        if (lane == 0) s_n = __popc(valid);
-    }
+    if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
     const int n = s_n;
@@ -1246,9 +1270,240 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     if (p.ready) pdl_wait();
 }
 
+// ---- 8-warp attention CTAs (batch 1: one page per CTA, the latency of one request)
+// The warps split S by tokens (warp w: tokens 16w..16w+15 of each page, as attend_slice) but P V by output dims (warp
+// w: n-tiles 2w and 2w + 1 of o, i.e. dims 32c + 2w + {0, 1} and 32c + 16 + 2w + {0, 1} of lane (r, c)). They share each
+// page's row maxima (one exchange per page) and P (an FP16 [16 heads][128 tokens] tile), so every warp's o already
+// covers all the CTA's tokens: there is no merge of warp partials (the 4-warp kernel's 64 KB slab round trip, 2.2 us
+// of the 1 x 32K step in session 14's trace). With a cluster, each CTA then pushes its normalised partial of head hd
+// (128 floats) and its LSE into the shared memory of CTA rank hd % splits, one cluster barrier, and each CTA merges its
+// own heads from local shared memory (no remote loads, no second cluster barrier).
+constexpr int kPRow = 2 * kBlock + 16;                      // bytes per head row of the P tile (padding: no conflicts)
+constexpr int kPTile = 16 * kPRow;
+constexpr int kRecvRows = 31;                               // ceil(G / splits) * splits <= G + splits - 1 <= 31
+constexpr int kAttnSmem8 = 2 * kAttnStage + kPTile + kRecvRows * kHeadDim * 4;
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+// O += P V for this warp's two dim n-tiles over one page: A = P (heads x tokens) from the tile, B = V (tokens x dims
+// 16r + 2w + j) decoded from byte w of each token's 8-byte group r. Tokens past lim get a zero V scale (their P is 0;
+// stale rows may hold NaN scales).
+__device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsigned char* ptile, int lim, int warp,
+                                            int lane, const Mul& mul, float (&o)[2][4]) {
+    const int r = lane >> 2, c = lane & 3;
+    // Token rows 2c + (c & 1) and 2c + 1 - (c & 1) of each k-step (this order halves the bank conflicts), their
+    // swizzled 16-byte chunk (r >> 1) and the 4-byte word holding byte w.
+    const unsigned char* vw = vb + (2 * c + (c & 1)) * 64 + ((((r >> 1) ^ c) & 3) << 4) + 8 * (r & 1) + (warp & 4);
+    const int d1 = (c & 1) ? -64 : 64;  // the other token of the pair
+    const int k = warp & 3;             // byte of the word
+    // Selector putting byte k of the pair's first and second token at bytes 0 and 2 (the loads come in lane order).
+    const std::uint32_t sel = (c & 1) ? (static_cast<std::uint32_t>(4 + k) | (static_cast<std::uint32_t>(k) << 8))
+                                      : (static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(4 + k) << 8));
+    const unsigned char* prow = ptile + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kPRow + 16 * (lane >> 4);
+    const unsigned char* vsc = vb + kBlock * 64 + 2 * c * 8 + r;  // scale of token 2c, group r
+#pragma unroll
+    for (int ks = 0; ks < kBlock / 16; ++ks) {
+        std::uint32_t a[4];
+        ldsm_x4(a, prow + ks * 32);
+        const unsigned char* w0 = vw + ks * 16 * 64;
+        const std::uint32_t y0 = lds32(w0), y1 = lds32(w0 + d1), y8 = lds32(w0 + 512), y9 = lds32(w0 + 512 + d1);
+        // Bytes (tp, tp + 8, tp + 1, tp + 9) -> fp4x8 gives (tp, tp + 1) and (tp + 8, tp + 9) pairs of both nibbles.
+        const std::uint32_t x = prmt(prmt(y0, y1, sel), prmt(y8, y9, sel), 0x6240u);
+        std::uint32_t f[4];
+        fp4x8(x, mul, f);
+        const int tp = ks * 16 + 2 * c;
+        const unsigned char* sc = vsc + ks * 128;
+        std::uint32_t s01 = hmul2(e4m3x2_to_h2(sc[0] | (sc[8] << 8)), kH2x128);
+        std::uint32_t s89 = hmul2(e4m3x2_to_h2(sc[64] | (sc[72] << 8)), kH2x128);
+        if (tp > lim) s01 &= 0xFFFF0000u;
+        if (tp + 1 > lim) s01 &= 0x0000FFFFu;
+        if (tp + 8 > lim) s89 &= 0xFFFF0000u;
+        if (tp + 9 > lim) s89 &= 0x0000FFFFu;
+        mma16816(o[0], a, hmul2(f[0], s01), hmul2(f[2], s89));
+        mma16816(o[1], a, hmul2(f[1], s01), hmul2(f[3], s89));
+    }
+}
+
+template <bool kCluster>
+__global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
+    extern __shared__ __align__(128) unsigned char sm[];  // two K+V page stages, the P tile, the received partials
+    __shared__ __align__(16) float s_pmax[16][8], s_lw[16][8];  // [head][warp]: page row maxima, row sums
+    __shared__ float s_rlse[8][16], s_w[8][16];                // [own head][split]: received LSEs, merge weights
+    __shared__ int s_blk[16], s_pg[16], s_n;
+    unsigned char* ptile = sm + 2 * kAttnStage;
+    float* recv = reinterpret_cast<float*>(ptile + kPTile);  // [own head * splits + split][dim]
+    const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
+    const int s = bq / p.q_len, qi = bq % p.q_len;
+    if constexpr (kCluster) cluster_arrive_relaxed();  // waited for before the first remote store: all CTAs started
+    trace_event(p.trace, kTrAttnStart);
+    pdl_trigger();
+    const int kv_len = p.seq_lens[s];
+    std::uint32_t qf[4][2][4];
+    load_query_frags(p, bq, h, lane, qf);
+    if (!p.ready) pdl_wait();
+    trace_event(p.trace, kTrAttnWaited);
+    const int pos = kv_len - p.q_len + qi;
+    const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
+    if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
+    __syncthreads();
+    trace_event(p.trace, kTrAttnPages);
+    const int n = s_n;
+    auto copy_pages = [&](unsigned char* dst, int page) {
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, 256);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, 256);
+    };
+    float o[2][4] = {};
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};  // the same m in every warp
+    if (n > 0) copy_pages(sm, s_pg[0]);
+    cp_async_commit();
+    for (int i = 0; i < n; ++i) {
+        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1]);
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const unsigned char* kb = sm + (i & 1) * kAttnStage;
+        const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible (token 0 always)
+        float sa[2][4];
+        slice_scores<16>(kb, 16 * warp, lim, lane, p.mul, qf, kBlock * 64, sa);
+        float mx[2] = {fmaxf(fmaxf(sa[0][0], sa[0][1]), fmaxf(sa[1][0], sa[1][1])),
+                       fmaxf(fmaxf(sa[0][2], sa[0][3]), fmaxf(sa[1][2], sa[1][3]))};
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 1));
+            mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 2));
+        }
+        if (c == 0) {
+            s_pmax[r][warp] = mx[0];
+            s_pmax[r + 8][warp] = mx[1];
+        }
+        __syncthreads();
+        float alpha[2], neg[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const float4 a = *reinterpret_cast<const float4*>(&s_pmax[r + 8 * e][0]);
+            const float4 b = *reinterpret_cast<const float4*>(&s_pmax[r + 8 * e][4]);
+            const float pm = fmaxf(fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)), fmaxf(fmaxf(b.x, b.y), fmaxf(b.z, b.w)));
+            const float mn = fmaxf(m[e], pm);  // finite: the page's token 0 is visible
+            alpha[e] = m[e] == -CUDART_INF_F ? 0.f : exp2f((m[e] - mn) * kLog2eOverSqrtD);
+            m[e] = mn;
+            neg[e] = -mn * kLog2eOverSqrtD;
+        }
+        float sum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                sa[nt][e] = fast_exp2(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
+                sum[e >> 1] += sa[nt][e];
+            }
+            const int tok = 16 * warp + 8 * nt + 2 * c;
+            *reinterpret_cast<std::uint32_t*>(ptile + r * kPRow + tok * 2) = pack_h2(sa[nt][0], sa[nt][1]);
+            *reinterpret_cast<std::uint32_t*>(ptile + (r + 8) * kPRow + tok * 2) = pack_h2(sa[nt][2], sa[nt][3]);
+        }
+        l[0] = l[0] * alpha[0] + sum[0];
+        l[1] = l[1] * alpha[1] + sum[1];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            o[j][0] *= alpha[0];
+            o[j][1] *= alpha[0];
+            o[j][2] *= alpha[1];
+            o[j][3] *= alpha[1];
+        }
+        __syncthreads();  // the P tile is complete
+        pv_dim_pair(kb + kPageHeadBytes, ptile, lim, warp, lane, p.mul, o);
+        __syncthreads();  // the stage and the P tile are refilled next
+    }
+    cp_async_wait<0>();
+    trace_event(p.trace, kTrAttnComputed);
+    // Row sums: each warp's covers its own tokens (all under the shared maxima).
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 1);
+        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 2);
+    }
+    if (c == 0) {
+        s_lw[r][warp] = l[0];
+        s_lw[r + 8][warp] = l[1];
+    }
+    __syncthreads();
+    float scale[2], lse[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const float4 a = *reinterpret_cast<const float4*>(&s_lw[r + 8 * e][0]);
+        const float4 b = *reinterpret_cast<const float4*>(&s_lw[r + 8 * e][4]);
+        const float L = ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w));
+        scale[e] = L > 0.f ? 128.0f / L : 0.f;  // 128 undoes V's 2^-7
+        lse[e] = L > 0.f ? m[e] * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
+    }
+    trace_event(p.trace, kTrAttnSlabs);
+    // This lane's values: head r + 8e, dims 32c + 2w + {0, 1} (q = 0) and 32c + 16 + 2w + {0, 1} (q = 1).
+    auto value = [&](int e, int q) {
+        return make_float2(o[0][2 * e + q] * scale[e], o[1][2 * e + q] * scale[e]);
+    };
+    if (p.splits == 1) {  // uniform over the grid (and then the launch has no cluster)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int head = r + 8 * e;
+            if (head >= p.G) continue;
+            float* dst = p.out + (static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + 32 * c + 2 * warp;
+            *reinterpret_cast<float2*>(dst) = value(e, 0);
+            *reinterpret_cast<float2*>(dst + 16) = value(e, 1);
+        }
+        trace_barrier_event(p.trace, kTrAttnEnd);
+        if (p.ready) pdl_wait();
+        return;
+    }
+    if constexpr (kCluster) {
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster_wait();  // every CTA of the cluster has started (its shared memory may be written)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int head = r + 8 * e;
+            if (head >= p.G) continue;
+            const int owner = head % p.splits, row = (head / p.splits) * p.splits + split;
+            float* dst = cluster.map_shared_rank(recv + row * kHeadDim + 32 * c + 2 * warp, owner);
+            *reinterpret_cast<float2*>(dst) = value(e, 0);
+            *reinterpret_cast<float2*>(dst + 16) = value(e, 1);
+            if (warp == 0 && c == 0) *cluster.map_shared_rank(&s_rlse[head / p.splits][split], owner) = lse[e];
+        }
+        trace_event(p.trace, kTrAttnMerged);
+        cluster.sync();  // release/acquire: every partial pushed to this CTA is visible
+        trace_event(p.trace, kTrAttnSynced);
+        // This CTA's heads are split + i * splits: warp i turns head i's LSEs (lane = split) into merge weights, then
+        // each thread (one dim) sums the splits' partials in split order (as the 4-warp cluster merge).
+        const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
+        for (int i = warp; i < n_own; i += 8) {
+            const float w = split_weight(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
+            if (lane < p.splits) s_w[i][lane] = w;
+        }
+        __syncthreads();
+        trace_event(p.trace, kTrAttnWeighted);
+        const int dim = tid & (kHeadDim - 1);
+        for (int i = tid >> 7; i < n_own; i += 2) {
+            const float* src = recv + i * p.splits * kHeadDim + dim;
+            float v[16];
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) v[j] = src[j * kHeadDim];
+            float acc = 0.f;
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+                if (j < p.splits) acc = fmaf(s_w[i][j], v[j], acc);
+            p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + split + i * p.splits) * kHeadDim + dim] = acc;
+        }
+        trace_event(p.trace, kTrAttnStored);
+        trace_barrier_event(p.trace, kTrAttnEnd);
+        if (p.ready) pdl_wait();
+    }
+}
+
 using AttnKernel = void (*)(AttnParams);
 AttnKernel attn_kernel_for(bool cluster, int warps) {
-    if (warps == 8) return cluster ? attn_kernel<true, 8> : attn_kernel<false, 8>;
+    if (warps == 8) return cluster ? attn8_kernel<true> : attn8_kernel<false>;
     return cluster ? attn_kernel<true, 4> : attn_kernel<false, 4>;
 }
 std::size_t attn_smem(const MsaDecodePlan& p) {
@@ -1370,8 +1625,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(index_topk_kernel<4>),
                                  reinterpret_cast<const void*>(attn_kernel<false, 4>),
                                  reinterpret_cast<const void*>(attn_kernel<true, 4>),
-                                 reinterpret_cast<const void*>(attn_kernel<false, 8>),
-                                 reinterpret_cast<const void*>(attn_kernel<true, 8>),
+                                 reinterpret_cast<const void*>(attn8_kernel<false>),
+                                 reinterpret_cast<const void*>(attn8_kernel<true>),
                                  reinterpret_cast<const void*>(index_topk_kernel<1, true>)};
         for (int i = 0; i < 8; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1385,7 +1640,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         // Clusters of up to 16 CTAs (16 splits) are beyond the portable 8.
         detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true, 4>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true, 8>),
+        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn8_kernel<true>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         attrs_set = true;
     }

@@ -42,12 +42,6 @@ constexpr int kQc = 32;  // gathered queries per attention work chunk (its K/V b
 constexpr int kTileBytes = kBlock * kHeadDim * 2;  // FP16 [128][128] tile
 constexpr int kScanThreads = 1024;
 
-__device__ __forceinline__ void ldsm_x4(std::uint32_t (&r)[4], const void* p) {
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
 __device__ __forceinline__ void ldsm_x4_trans(std::uint32_t (&r)[4], const void* p) {
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
