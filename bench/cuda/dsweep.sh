@@ -19,9 +19,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # against the old rule, ALT_REV=c2b1e8d; run 7: attention splits around 32 x 32K; runs 4-5: the top-k's two-chunk
 # load; run 3: splits, items per warp, page parts; run 2: the page-table entries in one load; run 1: the indexer with
 # fewer instructions per page against session 13's kernels, ALT_REV=7221ba3.)
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,8:32768:1,32:131072:1,32:32768:8
+# Session 15, run 2: the row sums by MMA, queries through shared memory (128 registers), merge weights without a
+# barrier, against run 1's kernels (ALT_REV=1648b90), and the indexer's early dependent launch (MSA_IDX_TRIGGER=2).
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,32:131072:1
 for rep in 1 2; do
-  sw new$rep $C; asw old$rep $C
+  sw new$rep $C; sw early$rep $C MSA_IDX_TRIGGER=2; asw old$rep $C
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1

@@ -926,17 +926,16 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
 
 // The Q fragments of (query bq, kv head h): rows r and r + 8 of its G heads (zero past G), E4M3 -> FP16 x 2^7, in
 // the A layout of attend_slice.
-__device__ __forceinline__ void load_query_frags(const AttnParams& p, int bq, int h, int lane,
-                                                 std::uint32_t (&qf)[4][2][4]) {
+// qb: the G heads' rows of 128 E4M3 bytes (global or shared memory).
+__device__ __forceinline__ void query_frags(const std::uint8_t* qb, int G, int lane, std::uint32_t (&qf)[4][2][4]) {
     const int r = lane >> 2, c = lane & 3;
-    const std::uint8_t* qb = p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
 #pragma unroll
     for (int gp = 0; gp < 4; ++gp)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
             const int head = r + 8 * hh;
-            const uint2 u = head < p.G ? *reinterpret_cast<const uint2*>(qb + head * kHeadDim + gp * 32 + c * 8)
-                                       : make_uint2(0u, 0u);
+            const uint2 u = head < G ? *reinterpret_cast<const uint2*>(qb + head * kHeadDim + gp * 32 + c * 8)
+                                     : make_uint2(0u, 0u);
             std::uint32_t q4[4];
             query_pairs(u, q4);
             qf[gp][0][hh] = q4[0];
@@ -944,6 +943,10 @@ __device__ __forceinline__ void load_query_frags(const AttnParams& p, int bq, in
             qf[gp][1][hh] = q4[2];
             qf[gp][1][2 + hh] = q4[3];
         }
+}
+// The E4M3 query rows of (query bq, kv head h).
+__device__ __forceinline__ const std::uint8_t* unit_queries(const AttnParams& p, int bq, int h) {
+    return p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
 }
 // Warp 0 of an attention CTA: this split's selected pages of `unit` (request s, query position pos), compacted
 // (ballot) into s_blk / s_pg (s_n of them) so that the page loop sees only valid ones. With ready flags it first waits
@@ -1034,7 +1037,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
     const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
-    load_query_frags(p, bq, h, lane, qf);
+    query_frags(unit_queries(p, bq, h), p.G, lane, qf);
     // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
     // only for this request's top-k, published by the indexer CTA that ran it.
     if (!p.ready) pdl_wait();
@@ -1274,10 +1277,11 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
 // The warps split S by tokens (warp w: tokens 16w..16w+15 of each page, as attend_slice) but P V by output dims (warp
 // w: n-tiles 2w and 2w + 1 of o, i.e. dims 32c + 2w + {0, 1} and 32c + 16 + 2w + {0, 1} of lane (r, c)). They share each
 // page's row maxima (one exchange per page) and P (an FP16 [16 heads][128 tokens] tile), so every warp's o already
-// covers all the CTA's tokens: there is no merge of warp partials (the 4-warp kernel's 64 KB slab round trip, 2.2 us
-// of the 1 x 32K step in session 14's trace). With a cluster, each CTA then pushes its normalised partial of head hd
-// (128 floats) and its LSE into the shared memory of CTA rank hd % splits, one cluster barrier, and each CTA merges its
-// own heads from local shared memory (no remote loads, no second cluster barrier).
+// covers all the CTA's tokens and the row sums come from one more MMA per k-step (P times ones): there is no merge of
+// warp partials (the 4-warp kernel's 64 KB slab round trip, 2.2 us of the 1 x 32K step in session 14's trace). With a
+// cluster, each CTA then pushes its normalised partial of head hd (128 floats) and its LSE into the shared memory of
+// CTA rank hd % splits, one cluster barrier, and each CTA merges its own heads from local shared memory (no remote
+// loads, no second cluster barrier). 128 registers (2 CTAs per SM): an attention CTA fits beside two indexer CTAs.
 constexpr int kPRow = 2 * kBlock + 16;                      // bytes per head row of the P tile (padding: no conflicts)
 constexpr int kPTile = 16 * kPRow;
 constexpr int kRecvRows = 31;                               // ceil(G / splits) * splits <= G + splits - 1 <= 31
@@ -1289,9 +1293,11 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 
 // O += P V for this warp's two dim n-tiles over one page: A = P (heads x tokens) from the tile, B = V (tokens x dims
 // 16r + 2w + j) decoded from byte w of each token's 8-byte group r. Tokens past lim get a zero V scale (their P is 0;
-// stale rows may hold NaN scales).
+// stale rows may hold NaN scales). o[2] += P times ones: the row sums of P (every column), so each warp has the
+// softmax denominators of all the CTA's tokens without an exchange (of the FP16 P the numerators use).
+constexpr std::uint32_t kH2One = 0x3C003C00u;  // f16x2 (1, 1)
 __device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsigned char* ptile, int lim, int warp,
-                                            int lane, const Mul& mul, float (&o)[2][4]) {
+                                            int lane, const Mul& mul, float (&o)[3][4]) {
     const int r = lane >> 2, c = lane & 3;
     // Token rows 2c + (c & 1) and 2c + 1 - (c & 1) of each k-step (this order halves the bank conflicts), their
     // swizzled 16-byte chunk (r >> 1) and the 4-byte word holding byte w.
@@ -1303,7 +1309,7 @@ __device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsig
                                       : (static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(4 + k) << 8));
     const unsigned char* prow = ptile + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kPRow + 16 * (lane >> 4);
     const unsigned char* vsc = vb + kBlock * 64 + 2 * c * 8 + r;  // scale of token 2c, group r
-#pragma unroll
+#pragma unroll 4
     for (int ks = 0; ks < kBlock / 16; ++ks) {
         std::uint32_t a[4];
         ldsm_x4(a, prow + ks * 32);
@@ -1323,15 +1329,17 @@ __device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsig
         if (tp + 9 > lim) s89 &= 0x0000FFFFu;
         mma16816(o[0], a, hmul2(f[0], s01), hmul2(f[2], s89));
         mma16816(o[1], a, hmul2(f[1], s01), hmul2(f[3], s89));
+        mma16816(o[2], a, kH2One, kH2One);  // row sums of P
     }
 }
 
 template <bool kCluster>
-__global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(256, 2) attn8_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // two K+V page stages, the P tile, the received partials
-    __shared__ __align__(16) float s_pmax[16][8], s_lw[16][8];  // [head][warp]: page row maxima, row sums
-    __shared__ float s_rlse[8][16], s_w[8][16];                // [own head][split]: received LSEs, merge weights
+    __shared__ __align__(16) float s_pmax[16][8];             // [head][warp]: page row maxima
+    __shared__ float s_rlse[8][16];                            // [own head][split]: received LSEs
     __shared__ int s_blk[16], s_pg[16], s_n;
+    __shared__ __align__(16) std::uint8_t s_q[16 * kHeadDim];   // the G heads' E4M3 queries
     unsigned char* ptile = sm + 2 * kAttnStage;
     float* recv = reinterpret_cast<float*>(ptile + kPTile);  // [own head * splits + split][dim]
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
@@ -1341,23 +1349,29 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     trace_event(p.trace, kTrAttnStart);
     pdl_trigger();
     const int kv_len = p.seq_lens[s];
-    std::uint32_t qf[4][2][4];
-    load_query_frags(p, bq, h, lane, qf);
+    // The queries go to shared memory first and into fragments after the page selection: the top-k of warp 0 runs
+    // without 32 live fragment registers (the register cap of 2 CTAs per SM leaves room beside indexer CTAs).
+    if (tid < p.G * (kHeadDim / 16))
+        cp_async16(s_q + tid * 16, unit_queries(p, bq, h) + tid * 16);
+    cp_async_commit();
     if (!p.ready) pdl_wait();
     trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
     if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
+    cp_async_wait<0>();
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
+    std::uint32_t qf[4][2][4];
+    query_frags(s_q, p.G, lane, qf);
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
         copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, 256);
         copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, 256);
     };
-    float o[2][4] = {};
-    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};  // the same m in every warp
+    float o[3][4] = {};  // n-tiles 2w, 2w + 1 and the row sums (pv_dim_pair)
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F};  // the same in every warp
     if (n > 0) copy_pages(sm, s_pg[0]);
     cp_async_commit();
     for (int i = 0; i < n; ++i) {
@@ -1392,22 +1406,16 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
             m[e] = mn;
             neg[e] = -mn * kLog2eOverSqrtD;
         }
-        float sum[2] = {0.f, 0.f};
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                sa[nt][e] = fast_exp2(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
-                sum[e >> 1] += sa[nt][e];
-            }
+            for (int e = 0; e < 4; ++e) sa[nt][e] = fast_exp2(fmaf(sa[nt][e], kLog2eOverSqrtD, neg[e >> 1]));
             const int tok = 16 * warp + 8 * nt + 2 * c;
             *reinterpret_cast<std::uint32_t*>(ptile + r * kPRow + tok * 2) = pack_h2(sa[nt][0], sa[nt][1]);
             *reinterpret_cast<std::uint32_t*>(ptile + (r + 8) * kPRow + tok * 2) = pack_h2(sa[nt][2], sa[nt][3]);
         }
-        l[0] = l[0] * alpha[0] + sum[0];
-        l[1] = l[1] * alpha[1] + sum[1];
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+        for (int j = 0; j < 3; ++j) {
             o[j][0] *= alpha[0];
             o[j][1] *= alpha[0];
             o[j][2] *= alpha[1];
@@ -1419,23 +1427,10 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     }
     cp_async_wait<0>();
     trace_event(p.trace, kTrAttnComputed);
-    // Row sums: each warp's covers its own tokens (all under the shared maxima).
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 1);
-        l[e] += __shfl_xor_sync(0xffffffffu, l[e], 2);
-    }
-    if (c == 0) {
-        s_lw[r][warp] = l[0];
-        s_lw[r + 8][warp] = l[1];
-    }
-    __syncthreads();
     float scale[2], lse[2];
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-        const float4 a = *reinterpret_cast<const float4*>(&s_lw[r + 8 * e][0]);
-        const float4 b = *reinterpret_cast<const float4*>(&s_lw[r + 8 * e][4]);
-        const float L = ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w));
+        const float L = o[2][2 * e];  // row sum of head r + 8e
         scale[e] = L > 0.f ? 128.0f / L : 0.f;  // 128 undoes V's 2^-7
         lse[e] = L > 0.f ? m[e] * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
     }
@@ -1473,15 +1468,10 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
         trace_event(p.trace, kTrAttnMerged);
         cluster.sync();  // release/acquire: every partial pushed to this CTA is visible
         trace_event(p.trace, kTrAttnSynced);
-        // This CTA's heads are split + i * splits: warp i turns head i's LSEs (lane = split) into merge weights, then
-        // each thread (one dim) sums the splits' partials in split order (as the 4-warp cluster merge).
+        // This CTA's heads are split + i * splits; each thread (one dim of head i) sums the splits' partials in split
+        // order (as the 4-warp cluster merge), with merge weights that every warp computes itself from the LSEs
+        // (lane = split; no CTA barrier between the weights and the sums).
         const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
-        for (int i = warp; i < n_own; i += 8) {
-            const float w = split_weight(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
-            if (lane < p.splits) s_w[i][lane] = w;
-        }
-        __syncthreads();
-        trace_event(p.trace, kTrAttnWeighted);
         const int dim = tid & (kHeadDim - 1);
         for (int i = tid >> 7; i < n_own; i += 2) {
             const float* src = recv + i * p.splits * kHeadDim + dim;
@@ -1489,10 +1479,12 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 #pragma unroll
             for (int j = 0; j < 16; ++j)
                 if (j < p.splits) v[j] = src[j * kHeadDim];
+            const float w = split_weight(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
+            trace_event(p.trace, kTrAttnWeighted);
             float acc = 0.f;
 #pragma unroll
             for (int j = 0; j < 16; ++j)
-                if (j < p.splits) acc = fmaf(s_w[i][j], v[j], acc);
+                if (j < p.splits) acc = fmaf(__shfl_sync(0xffffffffu, w, j), v[j], acc);
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + split + i * p.splits) * kHeadDim + dim] = acc;
         }
         trace_event(p.trace, kTrAttnStored);
