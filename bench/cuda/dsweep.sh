@@ -21,9 +21,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # fewer instructions per page against session 13's kernels, ALT_REV=7221ba3.)
 # Session 15, run 2: the row sums by MMA, queries through shared memory (128 registers), merge weights without a
 # barrier, against run 1's kernels (ALT_REV=1648b90), and the indexer's early dependent launch (MSA_IDX_TRIGGER=2).
+# Run 3: back to one CTA per SM (no register cap) and the queries loaded before the wait, row sums by MMA kept,
+# weights broadcast before the sum, warp 0 starting its page copy after the pick; against run 1's kernels.
 C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,32:131072:1
 for rep in 1 2; do
-  sw new$rep $C; sw early$rep $C MSA_IDX_TRIGGER=2; asw old$rep $C
+  sw new$rep $C; asw old$rep $C
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1

@@ -339,10 +339,7 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
     float v0[16];  // the first 512 blocks stay in registers for the second pass
     int pt0[16];   // and their page-table entries (local block included), loaded in the same round trip
 #pragma unroll
-    for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first; -1 past local below
-#pragma unroll
-    for (int k = 0; k < 16; ++k)
-        if (lane + 32 * k > local) pt0[k] = -1;
+    for (int k = 0; k < 16; ++k) pt0[k] = pt[min(lane + 32 * k, local)];  // all issued first (read only for picks)
     load_scores(sc, 0, n, parts, lane, v0);
     for (int base = 0; base < n; base += 512) {
         float v[16];
@@ -966,9 +963,12 @@ __device__ __forceinline__ void select_split_pages(const AttnParams& p, int s, i
     int blk = -1, pg = -1;
     const int slot = split * p.pages_per_split + lane;
     if (p.scores) {
+        // The top-k's phases go to the indexer's top-k events (unused when the attention runs it), from one CTA.
+        unsigned long long* tr = unit == 0 && split == 0 ? p.trace : nullptr;
+        trace_event(tr, kTrTopkStart);
         const TopkPick pk = topk_pick(row_scores(p.scores, unit, p.max_blocks, p.parts), p.parts,
-                                      p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane,
-                                      nullptr);
+                                      p.page_table + static_cast<std::size_t>(s) * p.max_blocks, pos, p.topk, lane, tr);
+        trace_event(tr, kTrTopkEnd);
         if (split == 0 && lane < p.topk) p.topk_idx[unit * p.topk + lane] = pk.blk;
         const int b = __shfl_sync(0xffffffffu, pk.blk, slot & 31), g = __shfl_sync(0xffffffffu, pk.page, slot & 31);
         if (lane < p.pages_per_split && slot < p.topk) {
@@ -1281,7 +1281,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
 // warp partials (the 4-warp kernel's 64 KB slab round trip, 2.2 us of the 1 x 32K step in session 14's trace). With a
 // cluster, each CTA then pushes its normalised partial of head hd (128 floats) and its LSE into the shared memory of
 // CTA rank hd % splits, one cluster barrier, and each CTA merges its own heads from local shared memory (no remote
-// loads, no second cluster barrier). 128 registers (2 CTAs per SM): an attention CTA fits beside two indexer CTAs.
+// loads, no second cluster barrier).
 constexpr int kPRow = 2 * kBlock + 16;                      // bytes per head row of the P tile (padding: no conflicts)
 constexpr int kPTile = 16 * kPRow;
 constexpr int kRecvRows = 31;                               // ceil(G / splits) * splits <= G + splits - 1 <= 31
@@ -1309,7 +1309,7 @@ __device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsig
                                       : (static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(4 + k) << 8));
     const unsigned char* prow = ptile + ((lane & 7) + 8 * ((lane >> 3) & 1)) * kPRow + 16 * (lane >> 4);
     const unsigned char* vsc = vb + kBlock * 64 + 2 * c * 8 + r;  // scale of token 2c, group r
-#pragma unroll 4
+#pragma unroll
     for (int ks = 0; ks < kBlock / 16; ++ks) {
         std::uint32_t a[4];
         ldsm_x4(a, prow + ks * 32);
@@ -1334,12 +1334,11 @@ __device__ __forceinline__ void pv_dim_pair(const unsigned char* vb, const unsig
 }
 
 template <bool kCluster>
-__global__ void __launch_bounds__(256, 2) attn8_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // two K+V page stages, the P tile, the received partials
     __shared__ __align__(16) float s_pmax[16][8];             // [head][warp]: page row maxima
     __shared__ float s_rlse[8][16];                            // [own head][split]: received LSEs
     __shared__ int s_blk[16], s_pg[16], s_n;
-    __shared__ __align__(16) std::uint8_t s_q[16 * kHeadDim];   // the G heads' E4M3 queries
     unsigned char* ptile = sm + 2 * kAttnStage;
     float* recv = reinterpret_cast<float*>(ptile + kPTile);  // [own head * splits + split][dim]
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
@@ -1349,33 +1348,30 @@ __global__ void __launch_bounds__(256, 2) attn8_kernel(const AttnParams p) {
     trace_event(p.trace, kTrAttnStart);
     pdl_trigger();
     const int kv_len = p.seq_lens[s];
-    // The queries go to shared memory first and into fragments after the page selection: the top-k of warp 0 runs
-    // without 32 live fragment registers (the register cap of 2 CTAs per SM leaves room beside indexer CTAs).
-    if (tid < p.G * (kHeadDim / 16))
-        cp_async16(s_q + tid * 16, unit_queries(p, bq, h) + tid * 16);
-    cp_async_commit();
+    std::uint32_t qf[4][2][4];
+    query_frags(unit_queries(p, bq, h), p.G, lane, qf);
     if (!p.ready) pdl_wait();
     trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
-    if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
-    cp_async_wait<0>();
+    auto copy_pages = [&](unsigned char* dst, int page, int i, int n_thr) {
+        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, i, n_thr);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, i, n_thr);
+    };
+    if (warp == 0) {  // the split's pages; warp 0 starts the first one's copy before the CTA barrier
+        select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
+        __syncwarp();
+        if (s_n > 0) copy_pages(sm, s_pg[0], lane, 32);
+    }
+    cp_async_commit();
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
-    std::uint32_t qf[4][2][4];
-    query_frags(s_q, p.G, lane, qf);
     const int n = s_n;
-    auto copy_pages = [&](unsigned char* dst, int page) {
-        const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
-        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, 256);
-        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, 256);
-    };
     float o[3][4] = {};  // n-tiles 2w, 2w + 1 and the row sums (pv_dim_pair)
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};  // the same in every warp
-    if (n > 0) copy_pages(sm, s_pg[0]);
-    cp_async_commit();
     for (int i = 0; i < n; ++i) {
-        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1]);
+        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1], tid, 256);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -1480,11 +1476,14 @@ __global__ void __launch_bounds__(256, 2) attn8_kernel(const AttnParams p) {
             for (int j = 0; j < 16; ++j)
                 if (j < p.splits) v[j] = src[j * kHeadDim];
             const float w = split_weight(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
+            float wj[16];  // all broadcasts first, then the sum's chain
+#pragma unroll
+            for (int j = 0; j < 16; ++j) wj[j] = __shfl_sync(0xffffffffu, w, j);
             trace_event(p.trace, kTrAttnWeighted);
             float acc = 0.f;
 #pragma unroll
             for (int j = 0; j < 16; ++j)
-                if (j < p.splits) acc = fmaf(__shfl_sync(0xffffffffu, w, j), v[j], acc);
+                if (j < p.splits) acc = fmaf(wj[j], v[j], acc);
             p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + split + i * p.splits) * kHeadDim + dim] = acc;
         }
         trace_event(p.trace, kTrAttnStored);
