@@ -23,7 +23,9 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # barrier, against run 1's kernels (ALT_REV=1648b90), and the indexer's early dependent launch (MSA_IDX_TRIGGER=2).
 # Run 3: back to one CTA per SM (no register cap) and the queries loaded before the wait, row sums by MMA kept,
 # weights broadcast before the sum, warp 0 starting its page copy after the pick; against run 1's kernels.
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,32:131072:1
+# Run 4: the top-k's picks by a butterfly of list merges (5 steps instead of 15 warp-max rounds) and the cluster
+# merge's partials by st.async on each owner's barrier (no cluster barrier), against run 3's kernels (eae5056).
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,32:32768:1,32:131072:1,64:65536:1,32:32768:8
 for rep in 1 2; do
   sw new$rep $C; asw old$rep $C
 done

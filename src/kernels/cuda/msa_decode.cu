@@ -1286,10 +1286,48 @@ constexpr int kPRow = 2 * kBlock + 16;                      // bytes per head ro
 constexpr int kPTile = 16 * kPRow;
 constexpr int kRecvRows = 31;                               // ceil(G / splits) * splits <= G + splits - 1 <= 31
 constexpr int kAttnSmem8 = 2 * kAttnStage + kPTile + kRecvRows * kHeadDim * 4;
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+__device__ __forceinline__ void cluster_arrive_release() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// The shared::cluster address of the same offset in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+    unsigned a;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
+    return a;
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void fence_mbar_init_cluster() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_wait_parity0(unsigned bar) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar)
+            : "memory");
+}
+// Remote stores into another CTA's shared memory that count their bytes on its barrier rbar (both shared::cluster).
+__device__ __forceinline__ void st_async_v2(unsigned addr, float a, float b, unsigned rbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(addr),
+                 "r"(__float_as_uint(a)), "r"(__float_as_uint(b)), "r"(rbar)
+                 : "memory");
+}
+__device__ __forceinline__ void st_async_f32(unsigned addr, float a, unsigned rbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
+                 "r"(__float_as_uint(a)), "r"(rbar)
+                 : "memory");
+}
 
 // O += P V for this warp's two dim n-tiles over one page: A = P (heads x tokens) from the tile, B = V (tokens x dims
 // 16r + 2w + j) decoded from byte w of each token's 8-byte group r. Tokens past lim get a zero V scale (their P is 0;
@@ -1339,12 +1377,25 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     __shared__ __align__(16) float s_pmax[16][8];             // [head][warp]: page row maxima
     __shared__ float s_rlse[8][16];                            // [own head][split]: received LSEs
     __shared__ int s_blk[16], s_pg[16], s_n;
+    __shared__ __align__(8) unsigned long long s_bar;  // cluster merge: the partials pushed to this CTA
     unsigned char* ptile = sm + 2 * kAttnStage;
     float* recv = reinterpret_cast<float*>(ptile + kPTile);  // [own head * splits + split][dim]
     const int bq = blockIdx.x, h = blockIdx.y, split = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
-    if constexpr (kCluster) cluster_arrive_relaxed();  // waited for before the first remote store: all CTAs started
+    // Cluster merge: this CTA's heads are split + i * splits (n_own of them); its barrier expects every split's
+    // partial (128 floats) and LSE of each, delivered by st.async. The early arrive (release) publishes the barrier's
+    // initialisation; each CTA waits for that phase before its first remote store.
+    const int n_own = kCluster ? (p.G - split + p.splits - 1) / p.splits : 0;  // <= 8 (splits > 1)
+    if constexpr (kCluster) {
+        if (tid == 0) {
+            mbar_init(&s_bar, 1);
+            mbar_arrive_expect_tx(&s_bar, static_cast<unsigned>(n_own * p.splits * (kHeadDim + 1) * 4));
+            fence_mbar_init_cluster();
+        }
+        __syncthreads();
+        cluster_arrive_release();
+    }
     trace_event(p.trace, kTrAttnStart);
     pdl_trigger();
     const int kv_len = p.seq_lens[s];
@@ -1449,25 +1500,28 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
         return;
     }
     if constexpr (kCluster) {
-        cg::cluster_group cluster = cg::this_cluster();
-        cluster_wait();  // every CTA of the cluster has started (its shared memory may be written)
+        cluster_wait();  // every CTA of the cluster has started and initialised its barrier
+        const unsigned bar = smem_u32(&s_bar);
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int head = r + 8 * e;
             if (head >= p.G) continue;
-            const int owner = head % p.splits, row = (head / p.splits) * p.splits + split;
-            float* dst = cluster.map_shared_rank(recv + row * kHeadDim + 32 * c + 2 * warp, owner);
-            *reinterpret_cast<float2*>(dst) = value(e, 0);
-            *reinterpret_cast<float2*>(dst + 16) = value(e, 1);
-            if (warp == 0 && c == 0) *cluster.map_shared_rank(&s_rlse[head / p.splits][split], owner) = lse[e];
+            const unsigned owner = static_cast<unsigned>(head % p.splits);
+            const int row = (head / p.splits) * p.splits + split;
+            const unsigned dst = cluster_addr(smem_u32(recv + row * kHeadDim + 32 * c + 2 * warp), owner);
+            const unsigned rbar = cluster_addr(bar, owner);
+            const float2 v0 = value(e, 0), v1 = value(e, 1);
+            st_async_v2(dst, v0.x, v0.y, rbar);
+            st_async_v2(dst + 64, v1.x, v1.y, rbar);
+            if (warp == 0 && c == 0)
+                st_async_f32(cluster_addr(smem_u32(&s_rlse[head / p.splits][split]), owner), lse[e], rbar);
         }
         trace_event(p.trace, kTrAttnMerged);
-        cluster.sync();  // release/acquire: every partial pushed to this CTA is visible
+        mbar_wait_parity0(bar);  // every partial of this CTA's heads has arrived (no cluster barrier)
         trace_event(p.trace, kTrAttnSynced);
         // This CTA's heads are split + i * splits; each thread (one dim of head i) sums the splits' partials in split
         // order (as the 4-warp cluster merge), with merge weights that every warp computes itself from the LSEs
         // (lane = split; no CTA barrier between the weights and the sums).
-        const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
         const int dim = tid & (kHeadDim - 1);
         for (int i = tid >> 7; i < n_own; i += 2) {
             const float* src = recv + i * p.splits * kHeadDim + dim;
