@@ -25,9 +25,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # weights broadcast before the sum, warp 0 starting its page copy after the pick; against run 1's kernels.
 # Run 4: the top-k's picks by a butterfly of list merges (5 steps instead of 15 warp-max rounds) and the cluster
 # merge's partials by st.async on each owner's barrier (no cluster barrier), against run 3's kernels (eae5056).
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,4:32768:1,32:32768:1,32:131072:1,64:65536:1,32:32768:8
+# Run 5: the same code with the warp-max top-k picks (new) and with the butterfly (alt: -DMSA_TOPK_BUTTERFLY=1), and
+# the new code with the indexer's early dependent launch (early), also with ready flags (ready).
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,32:131072:1
 for rep in 1 2; do
-  sw new$rep $C; asw old$rep $C
+  sw new$rep $C; asw bfly$rep $C; sw early$rep $C MSA_IDX_TRIGGER=2; sw ready$rep $C MSA_IDX_TRIGGER=2 MSA_READY=2
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1

@@ -288,11 +288,15 @@ __device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], cons
     top15_merge(top, x);
 }
 // The warp's 15 largest keys from the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
-// lanes keep `mine`. A butterfly of list merges (lane pairs 1, 2, 4, 8, 16 apart exchange their lists and both keep
-// the 15 largest of the two, sorted) leaves every lane with the warp's list: 5 dependent steps, where k - 1 rounds
-// of a warp max with the winner's list shift were 15 (about 0.65 us of the batch-1 top-k in session 15's trace).
-// Keys are unique (block ids in the low bits), so the picks and their order are the same either way.
+// lanes keep `mine`. Keys are unique (block ids in the low bits), so both ways below give the same picks in the same
+// order.
+#ifndef MSA_TOPK_BUTTERFLY
+#define MSA_TOPK_BUTTERFLY 0
+#endif
 __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {
+#if MSA_TOPK_BUTTERFLY
+    // A butterfly of list merges: lane pairs 1, 2, 4, 8, 16 apart exchange their lists and both keep the 15 largest
+    // of the two, sorted, which leaves every lane with the warp's list (5 dependent steps of 15 shuffles and a merge).
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
         std::uint32_t x[16];
@@ -306,6 +310,19 @@ __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int l
     for (int j = 0; j < 15; ++j)
         if (lane == j) key = top[j];
     return lane + 1 < k ? static_cast<int>(~key & 0xFFFFu) : mine;
+#else
+    // k - 1 rounds of a warp max over the lists' heads; the winner's list shifts.
+    for (int j = 0; j + 1 < k; ++j) {
+        const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
+        if (top[0] == best) {
+#pragma unroll
+            for (int q = 0; q < 14; ++q) top[q] = top[q + 1];
+            top[14] = 0;
+        }
+        if (lane == j) mine = static_cast<int>(~best & 0xFFFFu);
+    }
+    return mine;
+#endif
 }
 
 }  // namespace msa::cuda::detail
