@@ -27,9 +27,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # merge's partials by st.async on each owner's barrier (no cluster barrier), against run 3's kernels (eae5056).
 # Run 5: the same code with the warp-max top-k picks (new) and with the butterfly (alt: -DMSA_TOPK_BUTTERFLY=1), and
 # the new code with the indexer's early dependent launch (early), also with ready flags (ready).
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,32:131072:1
+# Run 6 (the session's final code): the defaults (early launch for the 8-warp attention) against the late launch and
+# against session 14's kernels (ALT_REV=d183261).
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,8:32768:1,32:131072:1
 for rep in 1 2; do
-  sw new$rep $C; asw bfly$rep $C; sw early$rep $C MSA_IDX_TRIGGER=2; sw ready$rep $C MSA_IDX_TRIGGER=2 MSA_READY=2
+  sw new$rep $C; sw late$rep $C MSA_IDX_TRIGGER=1; asw s14_$rep $C
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1

@@ -994,9 +994,9 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
     return head * kHeadDim + (dim ^ ((((dim >> 5) & 3) << 3) ^ (head & 7)));
 }
 
-// CTA = (query, kv head, split) of kAW warps (4, or 8 for latency at small batch): the split's selected pages stream
-// through a two-stage cp.async buffer (or, 4 warps with warp_pipe, per-warp buffers); each warp owns a
-// 128/kAW-token slice of every page. Warps merge through shared memory; with several splits the partial results
+// CTA = (query, kv head, split) of 4 warps (8-warp CTAs for batch 1: attn8_kernel below): the split's selected pages
+// stream through a two-stage cp.async buffer (or, with warp_pipe, per-warp buffers); each warp owns a 32-token slice
+// of every page. Warps merge through shared memory; with several splits the partial results
 // (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
 // (kCluster) stay in shared memory: the splits of one (query, kv head) are one thread-block cluster, and CTA rank k
 // merges heads k, k + splits, ... reading the other CTAs' partials through distributed shared memory.
@@ -1019,10 +1019,10 @@ __device__ __forceinline__ float split_weight(float x) {
     return (den > 0.f && x != -CUDART_INF_F) ? e / den : 0.f;
 }
 
-template <bool kCluster, int kAW>
-__global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
+template <bool kCluster>
+__global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
-    __shared__ float s_m[kAW][16], s_l[kAW][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
+    __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     // Request-major order (an option, no cluster; MsaDecodeOptions::attn_order): CTAs are dispatched in linear block
     // order, so those of the requests whose top-k is done first become resident first. Measured slower than grid
@@ -1050,15 +1050,15 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     const int n = s_n;
     auto copy_pages = [&](unsigned char* dst, int page) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
-        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kAW * 32);
-        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kAW * 32);
+        copy_rows_async(dst, p.k_cache + rec, 0, kBlock, tid, kWarps * 32);
+        copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, tid, kWarps * 32);
     };
     float o[16][4];
 #pragma unroll
     for (int nd = 0; nd < 16; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
-    constexpr int kTok = kBlock / kAW;  // tokens of a page per warp (CTA-wide pipeline)
-    if (kAW == 4 && p.warp_pipe) {
+    constexpr int kTok = kBlock / kWarps;  // tokens of a page per warp (CTA-wide pipeline)
+    if (p.warp_pipe) {
         // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
         // three-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, the V load overlaps S,
         // and two pages are in flight while one is computed.
@@ -1140,9 +1140,9 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     trace_event(p.trace, kTrAttnSlabs);
     if (tid < 16) {
         float M = -CUDART_INF_F;
-        for (int w = 0; w < kAW; ++w) M = fmaxf(M, s_m[w][tid]);
+        for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][tid]);
         float L = 0.f;
-        for (int w = 0; w < kAW; ++w) {
+        for (int w = 0; w < kWarps; ++w) {
             const float f = s_m[w][tid] == -CUDART_INF_F ? 0.f : exp2f((s_m[w][tid] - M) * kLog2eOverSqrtD);
             s_f[w][tid] = f;
             L += f * s_l[w][tid];
@@ -1153,13 +1153,13 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     }
     __syncthreads();
     float* slabs = reinterpret_cast<float*>(sm);
-    const int dim = tid & (kHeadDim - 1), hgrp = tid >> 7;  // 8 warps: two groups of 128 threads share the heads
-    for (int h0 = 8 * hgrp; h0 < p.G; h0 += 8 * (kAW / 4)) {  // 8 heads x kAW slabs: all shared loads first
-        float x[8][kAW];
+    const int dim = tid;  // 128 threads: one dim each
+    for (int h0 = 0; h0 < p.G; h0 += 8) {  // 8 heads x kWarps slabs: all shared loads first
+        float x[8][kWarps];
 #pragma unroll
         for (int hh = 0; hh < 8; ++hh)
 #pragma unroll
-            for (int w = 0; w < kAW; ++w)
+            for (int w = 0; w < kWarps; ++w)
                 x[hh][w] = h0 + hh < p.G ? slabs[w * 16 * kHeadDim + slab_idx(h0 + hh, dim)] : 0.f;
 #pragma unroll
         for (int hh = 0; hh < 8; ++hh) {
@@ -1167,7 +1167,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
             if (head >= p.G) break;
             float acc = 0.f;
 #pragma unroll
-            for (int w = 0; w < kAW; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
+            for (int w = 0; w < kWarps; ++w) acc = fmaf(s_f[w][head], x[hh][w], acc);
             const float val = s_L[head] > 0.f ? acc * s_scale[head] : 0.f;
             if (p.splits == 1)
                 p.out[(static_cast<std::size_t>(bq) * p.nq + h * p.G + head) * kHeadDim + dim] = val;
@@ -1190,11 +1190,11 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         trace_event(p.trace, kTrAttnMerged);
         cluster.sync();  // release/acquire: every CTA's partial is visible cluster-wide
         trace_event(p.trace, kTrAttnSynced);
-        // The heads this CTA merges are split + i * splits (i = hgrp, hgrp + kAW / 4, ...): warp i loads head i's
+        // The heads this CTA merges are split + i * splits (i = 0, 1, ...): warp i loads head i's
         // LSEs of every split (lane = split) and writes their weights to s_f[i][split]; then each thread (one dim)
         // sums the splits' outputs.
         const int n_own = (p.G - split + p.splits - 1) / p.splits;  // <= 8: the cluster merge needs splits > 1
-        for (int i = warp; i < n_own; i += kAW) {
+        for (int i = warp; i < n_own; i += kWarps) {
             const float x = lane < p.splits ? *cluster.map_shared_rank(&s_lse[0][split + i * p.splits], lane)
                                             : -CUDART_INF_F;
             const float w = split_weight(x);
@@ -1202,7 +1202,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         }
         __syncthreads();
         trace_event(p.trace, kTrAttnWeighted);
-        for (int i = hgrp; i < n_own; i += kAW / 4) {
+        for (int i = 0; i < n_own; ++i) {
             const int head = split + i * p.splits;
             float v[16];
 #pragma unroll
@@ -1233,9 +1233,9 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
         return;
     }
     __threadfence();
-    for (int i = tid; i < p.splits * 16; i += kAW * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
+    for (int i = tid; i < p.splits * 16; i += kWarps * 32) s_lse[i >> 4][i & 15] = __ldcg(p.part_lse + unit * p.splits * 16 + i);
     __syncthreads();
-    for (int head = warp; head < 16; head += kAW) {  // per-head merge weights: warp = head, lane = split
+    for (int head = warp; head < 16; head += kWarps) {  // per-head merge weights: warp = head, lane = split
         const float w = split_weight(lane < p.splits ? s_lse[lane][head] : -CUDART_INF_F);
         if (lane < p.splits) s_f[lane][head] = w;
     }
@@ -1247,7 +1247,7 @@ __global__ void __launch_bounds__(kAW * 32, kAW == 8 ? 1 : MSA_ATTN_MIN_CTAS) at
     // head's sum runs over the splits in order, as the cluster merge's.
     auto merge_heads = [&](auto heads_c, auto splits_c) {
         constexpr int HPR = decltype(heads_c)::value, SPL = decltype(splits_c)::value;
-        for (int h0 = HPR * hgrp; h0 < p.G; h0 += HPR * (kAW / 4)) {
+        for (int h0 = 0; h0 < p.G; h0 += HPR) {
             float v[HPR][SPL];
 #pragma unroll
             for (int hh = 0; hh < HPR; ++hh)
@@ -1549,7 +1549,7 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 using AttnKernel = void (*)(AttnParams);
 AttnKernel attn_kernel_for(bool cluster, int warps) {
     if (warps == 8) return cluster ? attn8_kernel<true> : attn8_kernel<false>;
-    return cluster ? attn_kernel<true, 4> : attn_kernel<false, 4>;
+    return cluster ? attn_kernel<true> : attn_kernel<false>;
 }
 std::size_t attn_smem(const MsaDecodePlan& p) {
     return p.attn_warps == 8 ? kAttnSmem8 : p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
@@ -1668,8 +1668,8 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
                                  reinterpret_cast<const void*>(index_topk_kernel<2>),
                                  reinterpret_cast<const void*>(index_topk_kernel<4>),
-                                 reinterpret_cast<const void*>(attn_kernel<false, 4>),
-                                 reinterpret_cast<const void*>(attn_kernel<true, 4>),
+                                 reinterpret_cast<const void*>(attn_kernel<false>),
+                                 reinterpret_cast<const void*>(attn_kernel<true>),
                                  reinterpret_cast<const void*>(attn8_kernel<false>),
                                  reinterpret_cast<const void*>(attn8_kernel<true>),
                                  reinterpret_cast<const void*>(index_topk_kernel<1, true>)};
@@ -1683,7 +1683,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                                cudaSharedmemCarveoutMaxShared));
         }
         // Clusters of up to 16 CTAs (16 splits) are beyond the portable 8.
-        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true, 4>),
+        detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn_kernel<true>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         detail::check(cudaFuncSetAttribute(reinterpret_cast<const void*>(attn8_kernel<true>),
                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -1735,12 +1735,16 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         (void)cudaGetLastError();  // a refused query leaves no sticky error behind
         if (!p.attn_cluster && p.attn_splits > 1) p.attn_warps = 4;  // 8 warps need the cluster merge
     }
-    // Early dependent launch by the indexer unless the attention is a cluster launch; grid-order attention CTAs unless
+    // Early dependent launch by the indexer unless the attention is a 4-warp cluster launch; grid-order attention CTAs unless
     // asked. Session 13 sweep (docs/cuda-notes.md section 20), us, late trigger -> early: 32 x 128K 125.4 -> 120.3,
     // 64 x 64K 137.2 -> 130.1, 32 x 32K 68.9 -> 63.7, 32 x 128K with 8 queries 295.3 -> 285.5; with the cluster merge
-    // it lost (1 x 8K 12.1 -> 15.6, 1 x 128K 18.4 -> 19.0, 8 x 512K 115.6 -> 118.2). Request-major CTAs lost
+    // (then with the 8-warp kernel of session 14 at batch 1) it lost (1 x 8K 12.1 -> 15.6, 1 x 128K 18.4 -> 19.0,
+    // 8 x 512K 115.6 -> 118.2). Request-major CTAs lost
     // everywhere they changed anything (32 x 128K 125.4 -> 129.7 with the late trigger, 120.3 -> 122.7 with the early).
-    p.idx_early_trigger = opt.idx_trigger == 2 || (opt.idx_trigger == 0 && !p.attn_cluster);
+    // The 8-warp attention (batch 1) takes the early launch (session 15, run 5, us, late -> early: 1 x 1K 7.5 -> 6.7,
+    // 1 x 8K 9.9 -> 8.9, 1 x 32K 11.6 -> 10.3, 1 x 128K 14.7 -> 14.4, 1 x 512K 31.5 -> 31.6).
+    p.idx_early_trigger =
+        opt.idx_trigger == 2 || (opt.idx_trigger == 0 && (!p.attn_cluster || p.attn_warps == 8));
     p.attn_req_major = !p.attn_cluster && opt.attn_order == 2;
     return p;
 }

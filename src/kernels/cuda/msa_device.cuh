@@ -288,30 +288,9 @@ __device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], cons
     top15_merge(top, x);
 }
 // The warp's 15 largest keys from the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
-// lanes keep `mine`. Keys are unique (block ids in the low bits), so both ways below give the same picks in the same
-// order.
-#ifndef MSA_TOPK_BUTTERFLY
-#define MSA_TOPK_BUTTERFLY 0
-#endif
+// lanes keep `mine`. k - 1 rounds of a warp max over the lists' heads; the winner's list shifts. (A butterfly of list
+// merges, 5 dependent steps instead of 15 rounds, measured no faster in session 15's runs 4-5: 32 x 128K +0.7 us.)
 __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int lane, int mine) {
-#if MSA_TOPK_BUTTERFLY
-    // A butterfly of list merges: lane pairs 1, 2, 4, 8, 16 apart exchange their lists and both keep the 15 largest
-    // of the two, sorted, which leaves every lane with the warp's list (5 dependent steps of 15 shuffles and a merge).
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        std::uint32_t x[16];
-#pragma unroll
-        for (int j = 0; j < 15; ++j) x[j] = __shfl_xor_sync(0xffffffffu, top[j], o);
-        x[15] = 0;
-        top15_merge(top, x);
-    }
-    std::uint32_t key = 0;
-#pragma unroll
-    for (int j = 0; j < 15; ++j)
-        if (lane == j) key = top[j];
-    return lane + 1 < k ? static_cast<int>(~key & 0xFFFFu) : mine;
-#else
-    // k - 1 rounds of a warp max over the lists' heads; the winner's list shifts.
     for (int j = 0; j + 1 < k; ++j) {
         const std::uint32_t best = __reduce_max_sync(0xffffffffu, top[0]);
         if (top[0] == best) {
@@ -322,7 +301,6 @@ __device__ __forceinline__ int top15_pick(std::uint32_t (&top)[15], int k, int l
         if (lane == j) mine = static_cast<int>(~best & 0xFFFFu);
     }
     return mine;
-#endif
 }
 
 }  // namespace msa::cuda::detail
