@@ -29,9 +29,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # the new code with the indexer's early dependent launch (early), also with ready flags (ready).
 # Run 6 (the session's final code): the defaults (early launch for the 8-warp attention) against the late launch and
 # against session 14's kernels (ALT_REV=d183261).
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,8:32768:1,32:131072:1
+# Run 7: the top-k's first chunk sorted into the empty list without a merge; the 8-warp attention waiting for K
+# before S and for V only before P V, fast division, log2 and exp2 in its normalisation and merge weights; against
+# run 6's kernels (ALT_REV=79b2781).
+C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,32:32768:1,32:131072:1
 for rep in 1 2; do
-  sw new$rep $C; sw late$rep $C MSA_IDX_TRIGGER=1; asw s14_$rep $C
+  sw new$rep $C; asw old$rep $C
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1

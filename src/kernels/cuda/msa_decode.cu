@@ -366,7 +366,8 @@ __device__ TopkPick topk_pick(const float* sc, int parts, const int* pt, int pos
         } else {
             load_scores(sc, base, n, parts, lane, v);
         }
-        merge_keyed_chunk(top, v, base, n, lane, kq);
+        if (base == 0) first_keyed_chunk(top, v, n, lane, kq);  // into the empty list: no merge needed
+        else merge_keyed_chunk(top, v, base, n, lane, kq);
     }
     trace_event(trace, kTrTopkInserted);
     const int mine = top15_pick(top, topk, lane, local);  // lane k keeps the k-th pick; lane topk-1 the local block
@@ -1019,6 +1020,18 @@ __device__ __forceinline__ float split_weight(float x) {
     return (den > 0.f && x != -CUDART_INF_F) ? e / den : 0.f;
 }
 
+// split_weight with the fast exp2 and division (the 8-warp kernel's merge, which no other merge must match bitwise).
+__device__ __forceinline__ float split_weight_fast(float x) {
+    float mxl = x;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mxl = fmaxf(mxl, __shfl_xor_sync(0xffffffffu, mxl, o));
+    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : fast_exp2(x - mxl);
+    float den = e;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+    return (den > 0.f && x != -CUDART_INF_F) ? __fdividef(e, den) : 0.f;
+}
+
 template <bool kCluster>
 __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
@@ -1405,26 +1418,36 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     trace_event(p.trace, kTrAttnWaited);
     const int pos = kv_len - p.q_len + qi;
     const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
+    // K and V of a page as two cp.async groups (a thread that copies nothing commits empty ones): S waits for K only.
     auto copy_pages = [&](unsigned char* dst, int page, int i, int n_thr) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
         copy_rows_async(dst, p.k_cache + rec, 0, kBlock, i, n_thr);
+        cp_async_commit();
         copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, i, n_thr);
+        cp_async_commit();
     };
     if (warp == 0) {  // the split's pages; warp 0 starts the first one's copy before the CTA barrier
         select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
         __syncwarp();
         if (s_n > 0) copy_pages(sm, s_pg[0], lane, 32);
     }
-    cp_async_commit();
+    if (warp != 0 || s_n == 0) {
+        cp_async_commit();
+        cp_async_commit();
+    }
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
     const int n = s_n;
     float o[3][4] = {};  // n-tiles 2w, 2w + 1 and the row sums (pv_dim_pair)
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};  // the same in every warp
     for (int i = 0; i < n; ++i) {
-        if (i + 1 < n) copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1], tid, 256);
-        cp_async_commit();
-        cp_async_wait<1>();
+        if (i + 1 < n) {
+            copy_pages(sm + ((i + 1) & 1) * kAttnStage, s_pg[i + 1], tid, 256);
+        } else {
+            cp_async_commit();
+            cp_async_commit();
+        }
+        cp_async_wait<3>();  // this page's K (pending: its V, the next page's K and V)
         __syncthreads();
         const unsigned char* kb = sm + (i & 1) * kAttnStage;
         const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible (token 0 always)
@@ -1468,7 +1491,8 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
             o[j][2] *= alpha[1];
             o[j][3] *= alpha[1];
         }
-        __syncthreads();  // the P tile is complete
+        cp_async_wait<2>();  // this page's V
+        __syncthreads();     // the P tile and V are complete
         pv_dim_pair(kb + kPageHeadBytes, ptile, lim, warp, lane, p.mul, o);
         __syncthreads();  // the stage and the P tile are refilled next
     }
@@ -1478,8 +1502,8 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
         const float L = o[2][2 * e];  // row sum of head r + 8e
-        scale[e] = L > 0.f ? 128.0f / L : 0.f;  // 128 undoes V's 2^-7
-        lse[e] = L > 0.f ? m[e] * kLog2eOverSqrtD + log2f(L) : -CUDART_INF_F;
+        scale[e] = L > 0.f ? __fdividef(128.0f, L) : 0.f;  // 128 undoes V's 2^-7 (L <= 128 tokens per page)
+        lse[e] = L > 0.f ? m[e] * kLog2eOverSqrtD + __log2f(L) : -CUDART_INF_F;
     }
     trace_event(p.trace, kTrAttnSlabs);
     // This lane's values: head r + 8e, dims 32c + 2w + {0, 1} (q = 0) and 32c + 16 + 2w + {0, 1} (q = 1).
@@ -1529,7 +1553,7 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 #pragma unroll
             for (int j = 0; j < 16; ++j)
                 if (j < p.splits) v[j] = src[j * kHeadDim];
-            const float w = split_weight(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
+            const float w = split_weight_fast(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
             float wj[16];  // all broadcasts first, then the sum's chain
 #pragma unroll
             for (int j = 0; j < 16; ++j) wj[j] = __shfl_sync(0xffffffffu, w, j);

@@ -287,6 +287,19 @@ __device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], cons
     sort16_desc(x);
     top15_merge(top, x);
 }
+// The first chunk into an empty list: the sorted keys' first 15 (what merge_keyed_chunk gives for an all-zero list).
+__device__ __forceinline__ void first_keyed_chunk(std::uint32_t (&top)[15], const float (&v)[16], int n, int lane,
+                                                  const KeyedQuant& kq) {
+    std::uint32_t x[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const int i = lane + 32 * k;
+        x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
+    }
+    sort16_desc(x);
+#pragma unroll
+    for (int j = 0; j < 15; ++j) top[j] = x[j];
+}
 // The warp's 15 largest keys from the lanes' lists: lane j < k - 1 gets the block id of the j-th largest key; other
 // lanes keep `mine`. k - 1 rounds of a warp max over the lists' heads; the winner's list shifts. (A butterfly of list
 // merges, 5 dependent steps instead of 15 rounds, measured no faster in session 15's runs 4-5: 32 x 128K +0.7 us.)
