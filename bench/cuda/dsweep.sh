@@ -32,9 +32,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # Run 7: the top-k's first chunk sorted into the empty list without a merge; the 8-warp attention waiting for K
 # before S and for V only before P V, fast division, log2 and exp2 in its normalisation and merge weights; against
 # run 6's kernels (ALT_REV=79b2781).
-C=1:1024:1,1:8192:1,1:32768:1,1:131072:1,1:524288:1,2:8192:1,32:32768:1,32:131072:1
+# Run 8 (final code, with the full suite): batch-1 plan options on the new attention: half-page indexer items
+# (MSA_IDX_PARTS=2) and 8 attention splits (two pages per CTA) against the defaults (quarter pages, 16 splits).
+C=1:8192:1,1:32768:1,1:131072:1,2:8192:1
 for rep in 1 2; do
-  sw new$rep $C; asw old$rep $C
+  sw auto$rep $C; sw parts2_$rep $C MSA_IDX_PARTS=2; sw splits8_$rep $C MSA_SPLITS=8
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
