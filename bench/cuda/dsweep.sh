@@ -34,9 +34,11 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # run 6's kernels (ALT_REV=79b2781).
 # Run 8 (final code, with the full suite): batch-1 plan options on the new attention: half-page indexer items
 # (MSA_IDX_PARTS=2) and 8 attention splits (two pages per CTA) against the defaults (quarter pages, 16 splits).
-C=1:8192:1,1:32768:1,1:131072:1,2:8192:1
+# Run 9: 8-warp attention CTAs beyond batch 1 (run 8: 2 x 8K 14.8 us with the 4-warp cluster of 16 splits, 10.4 with
+# 8-warp CTAs and 8 splits): forced 8 warps with 2, 4, 8 and 16 splits against the plan's choice.
+C=2:8192:1,2:32768:1,4:8192:1,4:32768:1,8:32768:1,2:131072:1,1:32768:8,1:131072:8
 for rep in 1 2; do
-  sw auto$rep $C; sw parts2_$rep $C MSA_IDX_PARTS=2; sw splits8_$rep $C MSA_SPLITS=8
+  sw auto$rep $C; for sp in 2 4 8 16; do sw w8s$sp.$rep $C MSA_ATTN_WARPS=8 MSA_SPLITS=$sp; done
 done
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
