@@ -327,6 +327,8 @@ int main(int argc, char** argv) {
         std::mt19937 br(12);
         for (int& l : batch24) l = 1 + (int)(br() % 6000);
         run_case("real 64/4 top16 q1 batch 24", 64, 4, 16, 1, batch24, 12);
+        // Four one-query requests: 16 units, 8-warp attention CTAs with 4 splits, ready flags.
+        run_case("real 64/4 top16 q1 batch 4", 64, 4, 16, 1, {4000, 1500, 129, 2600}, 15);
         std::vector<int> many(136);
         std::mt19937 lr(11);
         for (int& l : many) l = 1 + (int)(lr() % 400);

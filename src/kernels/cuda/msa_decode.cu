@@ -1661,6 +1661,11 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // (32 x 128K: 100.1 us at 4 splits, 102.2 at 3).
     if (q_len == 1 && units > 32 && pages < 100LL * sms)
         splits = static_cast<int>(std::clamp<long long>(static_cast<long long>(MSA_ATTN_MIN_CTAS) * sms / units, 1, 4));
+    // One query and at most 16 units: 64 / units splits, which the rule below serves with 8-warp CTAs (attn8_kernel,
+    // 64 of them). Session 15, run 9, us, the old choice (16 splits of 4-warp CTAs) -> this: 2 x 8K 14.9 -> 10.3, 2 x 32K
+    // 15.8 -> 11.4, 2 x 128K 23.0 -> 19.2, 4 x 32K 19.8 -> 18.4, 4 x 8K 17.3 -> 17.3; 8 x 32K (32 units) stays with
+    // 4-warp CTAs (25.2 against 30.5-40.8 with 8 warps and 2-16 splits).
+    if (q_len == 1 && units <= 16) splits = static_cast<int>(std::min<long long>(64 / units, geo.topk));
     if (opt.attn_splits > 0) splits = std::min(opt.attn_splits, geo.topk);
     p.attn_pages_per_split = (geo.topk + splits - 1) / splits;
     p.attn_splits = (geo.topk + p.attn_pages_per_split - 1) / p.attn_pages_per_split;
