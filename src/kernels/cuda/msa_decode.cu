@@ -1426,12 +1426,14 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
         copy_rows_async(dst + kPageHeadBytes, p.v_cache + rec, 0, kBlock, i, n_thr);
         cp_async_commit();
     };
+    bool copying = false;  // (other warps must not read s_n before the CTA barrier: racecheck, run 10)
     if (warp == 0) {  // the split's pages; warp 0 starts the first one's copy before the CTA barrier
         select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
         __syncwarp();
-        if (s_n > 0) copy_pages(sm, s_pg[0], lane, 32);
+        copying = s_n > 0;
+        if (copying) copy_pages(sm, s_pg[0], lane, 32);
     }
-    if (warp != 0 || s_n == 0) {
+    if (!copying) {
         cp_async_commit();
         cp_async_commit();
     }
