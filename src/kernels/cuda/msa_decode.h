@@ -73,10 +73,11 @@ struct MsaDecodeOptions {
     int attn_warp_pipe = 0;
     // 1 = launch the indexer without PDL even when pdl is on (only the attention overlaps the indexer's tail).
     int idx_pdl = 0;
-    // Attention CTA size: 4 = 4 warps (32 tokens of each page per warp), 8 = 8 warps (16 tokens per warp: half the
-    // per-warp chain, for latency at small batch), used only with one split or the cluster merge; 0 = 8 when the
-    // cluster merge has at most 64 CTAs (batch 1: session 6 sweep 0.3-1.1 us faster; at 128 CTAs, batch 2, the
-    // 16-CTA clusters of 256 threads no longer fit in one wave: 16.4 -> 22.0 us), else 4.
+    // Attention CTA size: 4 = 4 warps (32 tokens of each page per warp, warps merged through shared memory), 8 = 8
+    // warps (the latency kernel: S split by tokens, P V by output dims, no warp merge, the cluster merge by st.async),
+    // used only with one split or the cluster merge; 0 = 8 when the cluster merge has at most 64 CTAs (one-query
+    // steps of at most 16 units take 64 / units splits for it: session 15, 1 x 32K 12.5 -> 9.2 us, 2 x 8K 14.9 ->
+    // 10.3), else 4.
     int attn_warps = 0;
     // Where a row's top-k runs: 1 = the indexer's last CTA of each request (its 4 warps loop over the request's
     // rows), 2 = every attention CTA runs its own row's (split 0 writes topk_out; the other splits of the row compute
@@ -97,8 +98,9 @@ struct MsaDecodeOptions {
     int idx_q8_wgmma = 0;
     // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 2 = right after its own
     // grid-dependency wait, so the attention CTAs become resident as soon as the indexer's last wave has started;
-    // 1 = after each CTA's scores (up to session 12); 0 = 2 unless the attention is a cluster launch (session 13
-    // sweep: early 4-8% faster from 32 x 32K up without clusters, 0.3-3.5 us slower with them).
+    // 1 = after each CTA's scores (up to session 12); 0 = 2 unless the attention is a 4-warp cluster launch (session
+    // 13 sweep: early 4-8% faster from 32 x 32K up without clusters, 0.3-3.5 us slower with them; session 15: 0.3-1.3
+    // us faster with the 8-warp attention at batch 1).
     int idx_trigger = 0;
     // Attention CTA order: 2 = request-major (splits, then kv heads, then queries along the linear block id) unless
     // the splits form clusters; 0/1 = grid order (queries fastest; session 13: request-major was 2-9 us slower).
