@@ -946,6 +946,22 @@ __device__ __forceinline__ void query_frags(const std::uint8_t* qb, int G, int l
 __device__ __forceinline__ const std::uint8_t* unit_queries(const AttnParams& p, int bq, int h) {
     return p.q + (static_cast<std::size_t>(bq) * p.nq + static_cast<std::size_t>(h) * p.G) * kHeadDim;
 }
+// Both attention kernels' start: let the next kernel launch, the queries' fragments, then the wait for the top-k
+// rows of the indexer launched just before (that whole grid, or with ready flags only this request's, later).
+struct AttnUnit {
+    int pos;           // the query's position
+    std::size_t unit;  // (query, kv head) index
+};
+__device__ __forceinline__ AttnUnit attn_prologue(const AttnParams& p, int bq, int h, int s, int qi, int lane,
+                                                  std::uint32_t (&qf)[4][2][4]) {
+    trace_event(p.trace, kTrAttnStart);
+    pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
+    const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
+    query_frags(unit_queries(p, bq, h), p.G, lane, qf);
+    if (!p.ready) pdl_wait();
+    trace_event(p.trace, kTrAttnWaited);
+    return {kv_len - p.q_len + qi, static_cast<std::size_t>(bq) * p.nkv + h};
+}
 // Warp 0 of an attention CTA: this split's selected pages of `unit` (request s, query position pos), compacted
 // (ballot) into s_blk / s_pg (s_n of them) so that the page loop sees only valid ones. With ready flags it first waits
 // for the request's scores or top-k; with AttnParams::scores it runs the row's top-k itself.
@@ -1008,28 +1024,19 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
 // split and for lanes past the splits): max and sum over the warp by butterflies (every lane gets the bitwise same
 // result: each step adds the same two values), so the chain is ~12 shuffles rather than 3 x 16 dependent steps of
 // one thread (2.5-2.9 us at batch 1 in the trace of session 6). The cluster and the workspace merges both use it,
-// so that their outputs are bit-identical (the decode test checks it).
+// so that their outputs are bit-identical (the decode test checks it). kFast: the fast exp2 and division (the 8-warp
+// kernel's merge, which no other merge must match bitwise).
+template <bool kFast = false>
 __device__ __forceinline__ float split_weight(float x) {
     float mxl = x;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mxl = fmaxf(mxl, __shfl_xor_sync(0xffffffffu, mxl, o));
-    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : exp2f(x - mxl);
+    const float d = x - mxl;
+    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : kFast ? fast_exp2(d) : exp2f(d);
     float den = e;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
-    return (den > 0.f && x != -CUDART_INF_F) ? e / den : 0.f;
-}
-
-// split_weight with the fast exp2 and division (the 8-warp kernel's merge, which no other merge must match bitwise).
-__device__ __forceinline__ float split_weight_fast(float x) {
-    float mxl = x;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mxl = fmaxf(mxl, __shfl_xor_sync(0xffffffffu, mxl, o));
-    const float e = (mxl == -CUDART_INF_F || x == -CUDART_INF_F) ? 0.f : fast_exp2(x - mxl);
-    float den = e;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
-    return (den > 0.f && x != -CUDART_INF_F) ? __fdividef(e, den) : 0.f;
+    return (den > 0.f && x != -CUDART_INF_F) ? (kFast ? __fdividef(e, den) : e / den) : 0.f;
 }
 
 template <bool kCluster>
@@ -1046,17 +1053,10 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
     const int split = kCluster || !p.req_major ? static_cast<int>(blockIdx.z) : static_cast<int>(lin % gridDim.z);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int s = bq / p.q_len, qi = bq % p.q_len;
-    trace_event(p.trace, kTrAttnStart);
-    pdl_trigger();  // the next kernel of the stream (the next indexer) may be scheduled; it waits for our completion
-    const int kv_len = p.seq_lens[s];  // an input, not written by the indexer: read before the wait
     std::uint32_t qf[4][2][4];
-    query_frags(unit_queries(p, bq, h), p.G, lane, qf);
-    // The top-k rows come from the indexer launched just before: either wait for that whole grid, or (ready flags)
-    // only for this request's top-k, published by the indexer CTA that ran it.
-    if (!p.ready) pdl_wait();
-    trace_event(p.trace, kTrAttnWaited);
-    const int pos = kv_len - p.q_len + qi;
-    const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
+    const AttnUnit au = attn_prologue(p, bq, h, s, qi, lane, qf);
+    const int pos = au.pos;
+    const std::size_t unit = au.unit;
     if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
@@ -1409,15 +1409,10 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
         __syncthreads();
         cluster_arrive_release();
     }
-    trace_event(p.trace, kTrAttnStart);
-    pdl_trigger();
-    const int kv_len = p.seq_lens[s];
     std::uint32_t qf[4][2][4];
-    query_frags(unit_queries(p, bq, h), p.G, lane, qf);
-    if (!p.ready) pdl_wait();
-    trace_event(p.trace, kTrAttnWaited);
-    const int pos = kv_len - p.q_len + qi;
-    const std::size_t unit = static_cast<std::size_t>(bq) * p.nkv + h;
+    const AttnUnit au = attn_prologue(p, bq, h, s, qi, lane, qf);
+    const int pos = au.pos;
+    const std::size_t unit = au.unit;
     // K and V of a page as two cp.async groups (a thread that copies nothing commits empty ones): S waits for K only.
     auto copy_pages = [&](unsigned char* dst, int page, int i, int n_thr) {
         const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
@@ -1555,7 +1550,7 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 #pragma unroll
             for (int j = 0; j < 16; ++j)
                 if (j < p.splits) v[j] = src[j * kHeadDim];
-            const float w = split_weight_fast(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
+            const float w = split_weight<true>(lane < p.splits ? s_rlse[i][lane] : -CUDART_INF_F);
             float wj[16];  // all broadcasts first, then the sum's chain
 #pragma unroll
             for (int j = 0; j < 16; ++j) wj[j] = __shfl_sync(0xffffffffu, w, j);
