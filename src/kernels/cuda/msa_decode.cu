@@ -808,12 +808,9 @@ constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice, kWarpStages = 3;
 constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStages * kWarpStage;  // 36 KB, 54 KB
 
-// One warp's NTOK-token slice [tb, tb+NTOK) (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the scales at
-// sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V load.
-// Q fragments qf[chunk][k-step][4]; O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd),
-// (r+8, 32c+nd), (r+8, 32c+16+nd).
-// S = Q K^T of one warp's NTOK-token slice [tb, tb+NTOK): sa[n-tile][e] = (head r + 8 (e >> 1), token tb + 8 n-tile +
-// 2c + (e & 1)), tokens past lim set to -inf.
+// S = Q K^T of one warp's NTOK-token slice [tb, tb+NTOK) of a page image (K at kb: rows x 64 bytes, then the scales
+// at sc_off): sa[n-tile][e] = (head r + 8 (e >> 1), token tb + 8 n-tile + 2c + (e & 1)), tokens past lim set to -inf.
+// Q fragments qf[chunk][k-step][4].
 template <int NTOK>
 __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, int lim, int lane, const Mul& mul,
                                              const std::uint32_t (&qf)[4][2][4], int sc_off, float (&sa)[NTOK / 8][4]) {
@@ -841,6 +838,9 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
 }
+// One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
+// scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
+// load. O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd), (r+8, 32c+nd), (r+8, 32c+16+nd).
 template <int NTOK, class BeforeV>
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
                                              const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
@@ -922,9 +922,8 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     }
 }
 
-// The Q fragments of (query bq, kv head h): rows r and r + 8 of its G heads (zero past G), E4M3 -> FP16 x 2^7, in
-// the A layout of attend_slice.
-// qb: the G heads' rows of 128 E4M3 bytes (global or shared memory).
+// Q fragments from qb, the G heads' rows of 128 E4M3 bytes: rows r and r + 8 (zero past G), E4M3 -> FP16 x 2^7, in
+// the A layout of slice_scores.
 __device__ __forceinline__ void query_frags(const std::uint8_t* qb, int G, int lane, std::uint32_t (&qf)[4][2][4]) {
     const int r = lane >> 2, c = lane & 3;
 #pragma unroll
@@ -1011,7 +1010,7 @@ __device__ __forceinline__ int slab_idx(int head, int dim) {
     return head * kHeadDim + (dim ^ ((((dim >> 5) & 3) << 3) ^ (head & 7)));
 }
 
-// CTA = (query, kv head, split) of 4 warps (8-warp CTAs for batch 1: attn8_kernel below): the split's selected pages
+// CTA = (query, kv head, split) of 4 warps (8-warp CTAs at batch 1-4: attn8_kernel below): the split's selected pages
 // stream through a two-stage cp.async buffer (or, with warp_pipe, per-warp buffers); each warp owns a 32-token slice
 // of every page. Warps merge through shared memory; with several splits the partial results
 // (normalised O and base-2 LSE) either go to the workspace and the last CTA of the (query, kv head) merges them, or
@@ -1286,15 +1285,15 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
     if (p.ready) pdl_wait();
 }
 
-// ---- 8-warp attention CTAs (batch 1: one page per CTA, the latency of one request)
+// ---- 8-warp attention CTAs (one-query steps of at most 16 units, 64 CTAs: the latency of small batches)
 // The warps split S by tokens (warp w: tokens 16w..16w+15 of each page, as attend_slice) but P V by output dims (warp
 // w: n-tiles 2w and 2w + 1 of o, i.e. dims 32c + 2w + {0, 1} and 32c + 16 + 2w + {0, 1} of lane (r, c)). They share each
 // page's row maxima (one exchange per page) and P (an FP16 [16 heads][128 tokens] tile), so every warp's o already
 // covers all the CTA's tokens and the row sums come from one more MMA per k-step (P times ones): there is no merge of
 // warp partials (the 4-warp kernel's 64 KB slab round trip, 2.2 us of the 1 x 32K step in session 14's trace). With a
 // cluster, each CTA then pushes its normalised partial of head hd (128 floats) and its LSE into the shared memory of
-// CTA rank hd % splits, one cluster barrier, and each CTA merges its own heads from local shared memory (no remote
-// loads, no second cluster barrier).
+// CTA rank hd % splits by st.async, counted on that CTA's mbarrier, and each CTA merges its own heads from local
+// shared memory once they are all there: no cluster barrier after the compute, no remote loads.
 constexpr int kPRow = 2 * kBlock + 16;                      // bytes per head row of the P tile (padding: no conflicts)
 constexpr int kPTile = 16 * kPRow;
 constexpr int kRecvRows = 31;                               // ceil(G / splits) * splits <= G + splits - 1 <= 31
