@@ -61,10 +61,14 @@ def test_training_model_matches_reference(tmp_path):
         dense_theirs = ref.step([ref.new_sequence(rtd)], [ids[0].tolist()], rtd).logits[0]
     # Different summation orders (batched vs per-sequence GEMMs) give ~1e-7 differences; now and then one of them
     # flips a discontinuous step (an E2M1 rounding of the W4A4 activations, an expert choice) and that position
-    # differs more. So: nearly every position within 1e-4, and the mean error tiny.
+    # differs more, and through attention so do some later positions. How often depends on the CPU's kernels: on an
+    # AVX-512 Xeon with one thread a flip at position 620 of 700 left 6.3% (sparse) and 3.1% (dense) of the positions
+    # above 1e-4 (the median stayed at 3.5e-7). So: the median at the summation-order level, 90% of the positions
+    # within 1e-4, and the mean error tiny.
     for a, b in ((ours, theirs), (dense_ours, dense_theirs)):
         err = (a - b).abs().amax(-1) / b.abs().max()
-        assert float((err > 1e-4).float().mean()) < 0.03, err
+        assert float(err.median()) < 1e-5, err
+        assert float((err > 1e-4).float().mean()) < 0.10, err
         assert float(err.mean()) < 2e-3, err
     # the sparse path really differs from dense at this length
     assert (ours - dense_ours).abs().max() > 1e-3
