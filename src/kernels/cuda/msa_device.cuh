@@ -275,28 +275,28 @@ __device__ __forceinline__ void chunk_min_max(const float (&v)[16], int base, in
             mx = fmaxf(mx, v[k]);
         }
 }
-// ... and their keys (0 past n: below every real key), sorted and merged into the lane's top-15 list (second pass).
-__device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], const float (&v)[16], int base, int n,
-                                                  int lane, const KeyedQuant& kq) {
-    std::uint32_t x[16];
+// ... and their keys (0 past n: below every real key), sorted descending (second pass) ...
+__device__ __forceinline__ void sorted_chunk_keys(const float (&v)[16], int base, int n, int lane, const KeyedQuant& kq,
+                                                  std::uint32_t (&x)[16]) {
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
         const int i = base + lane + 32 * k;
         x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
     }
     sort16_desc(x);
+}
+// ... and merged into the lane's top-15 list.
+__device__ __forceinline__ void merge_keyed_chunk(std::uint32_t (&top)[15], const float (&v)[16], int base, int n,
+                                                  int lane, const KeyedQuant& kq) {
+    std::uint32_t x[16];
+    sorted_chunk_keys(v, base, n, lane, kq, x);
     top15_merge(top, x);
 }
 // The first chunk into an empty list: the sorted keys' first 15 (what merge_keyed_chunk gives for an all-zero list).
 __device__ __forceinline__ void first_keyed_chunk(std::uint32_t (&top)[15], const float (&v)[16], int n, int lane,
                                                   const KeyedQuant& kq) {
     std::uint32_t x[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        const int i = lane + 32 * k;
-        x[k] = i < n ? keyed_key(v[k], kq, i) : 0u;
-    }
-    sort16_desc(x);
+    sorted_chunk_keys(v, 0, n, lane, kq, x);
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = x[j];
 }
