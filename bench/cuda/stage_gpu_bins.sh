@@ -18,34 +18,31 @@ cp "$B/tests/cuda/msa_cuda_prefill_test" "$DEST/msa_prefill_test"
 cp "$B/bench/cuda/msa_cuda_decode_bench" "$DEST/msa_decode_bench"
 cp "$B/bench/cuda/msa_cuda_prefill_bench" "$DEST/msa_prefill_bench"
 for lib in $(ldd "$DEST/msa_prefill_test" | awk '/libfmt|libgomp|libspdlog/ {print $3}'); do cp -L "$lib" "$DEST/lib/"; done
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
+# A decode benchmark by nvcc alone: decode_bench <build dir> <msa_decode.cu source> <output> [extra nvcc flags...]
+decode_bench() {
+  local dir=$1 src=$2 out=$3; shift 3
+  mkdir -p "$dir"
+  $NVCC $F "$@" -c "$src" -o "$dir/msa_decode.o" &
+  $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$dir/msa_decode_simt.o"
+  wait
+  $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$dir/msa_decode_bench.o"
+  $NVCC $F "$dir/msa_decode.o" "$dir/msa_decode_simt.o" "$dir/msa_decode_bench.o" -o "$out"
+}
 if [ -n "$ALT_FLAGS" ]; then
-  NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-  F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
-  A="$B/alt"; mkdir -p "$A"
   SRC=src/kernels/cuda/msa_decode.cu
   [ -n "$ALT_REV" ] && SRC=src/kernels/cuda/msa_decode_alt_rev.cu  # untracked, removed below
   [ -n "$ALT_REV" ] && git show "$ALT_REV:src/kernels/cuda/msa_decode.cu" > "$SRC"
-  $NVCC $F $ALT_FLAGS -c "$SRC" -o "$A/msa_decode.o" &
-  $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$A/msa_decode_simt.o"
-  wait
-  $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$A/msa_decode_bench.o"
-  $NVCC $F "$A/msa_decode.o" "$A/msa_decode_simt.o" "$A/msa_decode_bench.o" -o "$DEST/msa_decode_bench_alt"
+  # shellcheck disable=SC2086  # ALT_FLAGS is a list of flags
+  decode_bench "$B/alt" "$SRC" "$DEST/msa_decode_bench_alt" $ALT_FLAGS
   [ -n "$ALT_REV" ] && rm -f "$SRC"
   echo "$ALT_FLAGS${ALT_REV:+ (msa_decode.cu of $ALT_REV)}" > "$DEST/alt_flags.txt"
 fi
 # TRACE=1: also $DEST/msa_decode_bench_trace, the decode benchmark with the current kernels built with
 # -DMSA_DECODE_TRACE (its `trace B:L:q,...` mode prints the phase timeline; bench/cuda/trace_table.py tables it), so
 # that one run can hold both an A/B against older kernels (ALT_REV) and a trace of the new ones.
-if [ -n "$TRACE" ]; then
-  NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-  F="-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Isrc"
-  T="$B/trace"; mkdir -p "$T"
-  $NVCC $F -DMSA_DECODE_TRACE -c src/kernels/cuda/msa_decode.cu -o "$T/msa_decode.o" &
-  $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$T/msa_decode_simt.o"
-  wait
-  $NVCC $F -c bench/cuda/msa_decode_bench.cu -o "$T/msa_decode_bench.o"
-  $NVCC $F "$T/msa_decode.o" "$T/msa_decode_simt.o" "$T/msa_decode_bench.o" -o "$DEST/msa_decode_bench_trace"
-fi
+[ -n "$TRACE" ] && decode_bench "$B/trace" src/kernels/cuda/msa_decode.cu "$DEST/msa_decode_bench_trace" -DMSA_DECODE_TRACE
 # STAGE=prefill leaves out the decode binaries (the device tool carries at most 64 MiB with the working tree)
 [ "${STAGE:-all}" = prefill ] && rm -f "$DEST/msa_decode_test" "$DEST/msa_decode_bench"
 strip "$DEST"/msa_* 2>/dev/null || true
