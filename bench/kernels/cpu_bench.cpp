@@ -23,12 +23,13 @@
 #include "formats/nvfp4.h"
 #include "formats/scalar_formats.h"
 #include "kernels/bench_configs.h"
-#include "kernels/random_weights.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_rows.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/msa_indexer.h"
+#include "kernels/cpu/softmax_pv.h"
+#include "kernels/random_weights.h"
 #include "model/minimax_m3_model.h"
 
 #include <nlohmann/json.hpp>
@@ -335,6 +336,29 @@ void bench_attention(Recorder& rec, double triad, bool quick) {
                 });
                 rec.add("kv_dot_nvfp4_d128_r" + std::to_string(r), t / ctx * 1e9, "ns per key",
                         {{"keys", ctx}, {"query_rows", r}, {"seconds", t}});
+            }
+            // The PV step of one KV head over every value row of the context, for 1 and 4 query rows: straight from
+            // the page (pv_kv_rows, decode's path where a fused kernel exists) against reading the rows to floats
+            // and then pv_accumulate_rows (the path of blocks with several users, and of CPUs without AVX-512).
+            const PagedRows vrows = kv.v(0);
+            std::vector<float> p(4 * 128), alpha(4, 0.5f), acc(4 * D, 0.0f), vals(128 * D);
+            for (auto& v : p) v = std::uniform_real_distribution<float>(0, 1)(rng);
+            for (const int r : {1, 4}) {
+                const double t_read = time_median(15, [&] {
+                    for (int b = 0; b < blocks; ++b) {
+                        cpu::read_kv_rows(vrows, b, 128, cpu::KvRead::exact, vals.data());
+                        cpu::pv_accumulate_rows(acc.data(), alpha.data(), p.data(), 128, vals.data(), 128, D, false, r);
+                    }
+                });
+                rec.add("kv_pv_read_then_accumulate_nvfp4_d128_r" + std::to_string(r), t_read / ctx * 1e9,
+                        "ns per value row", {{"rows", ctx}, {"query_rows", r}, {"seconds", t_read}});
+                if (!cpu::pv_kv_rows_fused(vrows, cpu::KvRead::exact)) continue;
+                const double t_fused = time_median(15, [&] {
+                    for (int b = 0; b < blocks; ++b)
+                        cpu::pv_kv_rows(vrows, b, 128, cpu::KvRead::exact, p.data(), 128, r, alpha.data(), acc.data());
+                });
+                rec.add("kv_pv_fused_nvfp4_d128_r" + std::to_string(r), t_fused / ctx * 1e9, "ns per value row",
+                        {{"rows", ctx}, {"query_rows", r}, {"seconds", t_fused}});
             }
         }
         const double row = 72.0;  // NVFP4 bytes per 128-value row

@@ -186,5 +186,37 @@ TEST(Nvfp4KvAvx512, FusedDotAndPvEqualAvx2BitForBit) {
     }
 }
 
+// The PV step straight from the page (pv_kv_rows, decode's path for a block of one query) against reading the rows
+// and then pv_accumulate_rows, bit for bit: every row count up to two tiles of eight, partial pages, alpha 0 and 1.
+TEST(Nvfp4KvAvx512, FusedPvEqualsReadThenAccumulateBitForBit) {
+    test::TestKvLayer probe(KvCacheDtype::NVFP4, 1, 128, 128, 2);
+    if (!cpu::pv_kv_rows_fused(probe.view.v(0), cpu::KvRead::exact))
+        GTEST_SKIP() << "no fused PV kernel on this CPU (it needs AVX-512: F, BW, DQ, VL, VNNI)";
+    EXPECT_FALSE(cpu::pv_kv_rows_fused(probe.view.v(0), cpu::KvRead::e4m3));
+    std::mt19937 rng(21);
+    for (const int dim : {32, 64, 128, 160}) {
+        test::TestKvLayer layer(KvCacheDtype::NVFP4, 1, dim, dim, 2);
+        const PagedRows rows = layer.view.v(0);
+        fill_random_nvfp4(rows, 1, 400 + static_cast<std::uint32_t>(dim));
+        std::vector<float> v(static_cast<std::size_t>(128 * dim));
+        cpu::read_kv_rows(rows, 1, 128, cpu::KvRead::exact, v.data());
+        for (const int count : {128, 77, 2, 1}) {
+            for (int nrows = 1; nrows <= 17; ++nrows) {
+                const int ldp = 131;
+                const auto p = test::random_floats(static_cast<std::size_t>(nrows * ldp), rng(), -0.5f, 1.0f);
+                auto alpha = test::random_floats(static_cast<std::size_t>(nrows), rng(), 0.0f, 1.0f);
+                alpha[0] = 0.0f;
+                if (nrows > 1) alpha[1] = 1.0f;
+                const auto acc0 = test::random_floats(static_cast<std::size_t>(nrows * dim), rng(), -1.0f, 1.0f);
+                std::vector<float> fused = acc0, want = acc0;
+                cpu::pv_kv_rows(rows, 1, count, cpu::KvRead::exact, p.data(), ldp, nrows, alpha.data(), fused.data());
+                cpu::pv_accumulate_rows(want.data(), alpha.data(), p.data(), ldp, v.data(), count, dim, false, nrows);
+                ASSERT_EQ(0, std::memcmp(fused.data(), want.data(), fused.size() * sizeof(float)))
+                    << "dim " << dim << " count " << count << " rows " << nrows;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace msa

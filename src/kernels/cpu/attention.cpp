@@ -163,10 +163,17 @@ void block_max(const TaskContext& c, const TaskBlocks& tb, std::size_t i, const 
     }
 }
 
-// Block i's softmax terms and PV partials for one user (query t, r heads) against the rows' final maxima:
-// alpha[h] = exp(m - m), l_b[h] = sum of p, o[h][D] = the PV partial added to a zero accumulator.
-void block_partial(const TaskContext& c, const float* logits, int t, int visible, const float* row_max, Scratch& s,
-                   float* alpha, float* l_b, float* o) {
+// Whether block i's values are read into Scratch::v first (shared by its users) or, for a block of one user (decode),
+// decoded inside the PV product (pv_kv_rows) where a fused kernel exists. The results are the same bits either way.
+bool reads_values(const TaskContext& c, const TaskBlocks& tb, std::size_t i) {
+    return tb.user_off[i + 1] - tb.user_off[i] > 1 || !pv_kv_rows_fused(c.kv->v(c.task->group), c.read_mode());
+}
+
+// Block b's softmax terms and PV partials for one user (query t, r heads) against the rows' final maxima:
+// alpha[h] = exp(m - m), l_b[h] = sum of p, o[h][D] = the PV partial added to a zero accumulator. The values come
+// from Scratch::v when `values_read`, else straight from the page.
+void block_partial(const TaskContext& c, std::int32_t b, bool values_read, const float* logits, int t, int visible,
+                   const float* row_max, Scratch& s, float* alpha, float* l_b, float* o) {
     const int D = c.shape->head_dim;
     const int r = c.r();
     for (int h = 0; h < r; ++h) {
@@ -177,7 +184,12 @@ void block_partial(const TaskContext& c, const float* logits, int t, int visible
         l_b[h] = l;
     }
     std::fill_n(o, static_cast<std::size_t>(r) * D, 0.0f);
-    pv_accumulate_rows(o, alpha, s.p.data(), kKvPageTokens, s.v.data(), visible, D, c.q8, r);
+    if (values_read) {
+        pv_accumulate_rows(o, alpha, s.p.data(), kKvPageTokens, s.v.data(), visible, D, c.q8, r);
+    } else {
+        pv_kv_rows(c.kv->v(c.task->group), c.seq->pages[b], visible, c.read_mode(), s.p.data(), kKvPageTokens, r, alpha,
+                   o);
+    }
 }
 
 // Adds one block's partial to a row's sums: l = l * alpha + l_b, acc = acc * alpha + o (a multiply, then an add, as
@@ -233,11 +245,12 @@ void attend_task(const TaskContext& c, const TaskBlocks& tb, float* out, Scratch
     for (std::size_t i = 0; i < tb.all.size(); ++i) {
         const std::int32_t b = tb.all[i];
         if (!keep) block_logits(c, tb, i, logits_of(i), s);
-        read_kv_rows(c.kv->v(c.task->group), c.seq->pages[b], c.valid(b), c.read_mode(), s.v.data());
+        const bool values_read = reads_values(c, tb, i);
+        if (values_read) read_kv_rows(c.kv->v(c.task->group), c.seq->pages[b], c.valid(b), c.read_mode(), s.v.data());
         for (std::size_t u = tb.user_off[i]; u < tb.user_off[i + 1]; ++u) {
             const int t = tb.users[u];
-            block_partial(c, logits_of(i) + (u - tb.user_off[i]) * r * kKvPageTokens, t, c.visible(t, b),
-                          row_max.data(), s, s.alpha.data(), l_b.data(), s.o.data());
+            block_partial(c, b, values_read, logits_of(i) + (u - tb.user_off[i]) * r * kKvPageTokens, t,
+                          c.visible(t, b), row_max.data(), s, s.alpha.data(), l_b.data(), s.o.data());
             for (int h = 0; h < r; ++h) {
                 const std::size_t st = static_cast<std::size_t>(t * r + h);
                 add_block(l[st], acc.data() + st * D, s.alpha[h], l_b[h], s.o.data() + h * D, D);
@@ -327,12 +340,15 @@ void attend_split(std::span<const std::unique_ptr<SplitTask>> st, float* out) {
             at_least(s.p, static_cast<std::size_t>(r) * kKvPageTokens);
             for (std::size_t i = x.part_begin(p); i < x.part_begin(p + 1); ++i) {
                 const std::int32_t b = x.tb.all[i];
-                read_kv_rows(x.c.kv->v(x.c.task->group), x.c.seq->pages[b], x.c.valid(b), x.c.read_mode(), s.v.data());
+                const bool values_read = reads_values(x.c, x.tb, i);
+                if (values_read)
+                    read_kv_rows(x.c.kv->v(x.c.task->group), x.c.seq->pages[b], x.c.valid(b), x.c.read_mode(),
+                                 s.v.data());
                 for (std::size_t u = x.tb.user_off[i]; u < x.tb.user_off[i + 1]; ++u) {
                     const int t = x.tb.users[u];
                     const std::size_t slot = u * r;
-                    block_partial(x.c, x.logits.data() + slot * kKvPageTokens, t, x.c.visible(t, b), row_max.data(), s,
-                                  x.alpha.data() + slot, x.l_b.data() + slot, x.o.data() + slot * D);
+                    block_partial(x.c, b, values_read, x.logits.data() + slot * kKvPageTokens, t, x.c.visible(t, b),
+                                  row_max.data(), s, x.alpha.data() + slot, x.l_b.data() + slot, x.o.data() + slot * D);
                 }
             }
             // The last part of the task to finish sees every part's partials (acquire-release on the count).

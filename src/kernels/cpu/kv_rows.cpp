@@ -1,6 +1,7 @@
 #include "kernels/cpu/kv_rows.h"
 
 #include "core/cpu_features.h"
+#include "core/error.h"
 #include "formats/nvfp4.h"
 #include "formats/scalar_formats.h"
 #include "kernels/cpu/fp_tables.h"
@@ -16,6 +17,8 @@ void dot_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count,
 void read_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, float* out);
 void dot_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* a, std::int64_t arows,
                               float* out, std::int64_t ldo);
+void pv_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* p, int ldp, int nrows,
+                             const float* alpha, float* acc);
 
 void write_kv_row(const PagedRows& rows, std::int32_t page, int slot, const float* x) {
     std::uint8_t* data = rows.row_data(page, slot);
@@ -92,6 +95,16 @@ void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mod
     scratch.resize(static_cast<std::size_t>(count) * static_cast<std::size_t>(rows.dim));
     read_kv_rows(rows, page, count, mode, scratch.data());
     gemm_nt_f32(a, rows.dim, scratch.data(), rows.dim, out, ldo, arows, count, rows.dim);
+}
+
+bool pv_kv_rows_fused(const PagedRows& rows, KvRead mode) {
+    return rows.dtype == KvCacheDtype::NVFP4 && mode == KvRead::exact && rows.dim % 32 == 0 && cpu_features().avx512;
+}
+
+void pv_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* p, int ldp, int nrows,
+                const float* alpha, float* acc) {
+    MSA_CHECK(pv_kv_rows_fused(rows, mode), "pv_kv_rows: no fused kernel for these rows (check pv_kv_rows_fused)");
+    if (count > 0 && nrows > 0) pv_kv_rows_nvfp4_avx512(rows, page, count, p, ldp, nrows, alpha, acc);
 }
 
 }  // namespace msa::cpu

@@ -32,4 +32,13 @@ void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mod
 // Query rows up to which dot_kv_rows takes its fused path.
 inline constexpr std::int64_t kFusedDotMaxRows = 8;
 
+// Whether pv_kv_rows has a kernel for these rows and read mode (NVFP4, exact, AVX-512, dim a multiple of 32).
+bool pv_kv_rows_fused(const PagedRows& rows, KvRead mode);
+
+// The PV step straight from stored value rows 0 .. count - 1 of a page, without a float copy of them: for each of
+// nrows query rows i, acc[i][:] = acc[i][:] * alpha[i] + sum over j of p[i * ldp + j] * v_j[:]. The same bits as
+// read_kv_rows followed by pv_accumulate_rows (q8kv4 false). Only where pv_kv_rows_fused says so.
+void pv_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* p, int ldp, int nrows,
+                const float* alpha, float* acc);
+
 }  // namespace msa::cpu
