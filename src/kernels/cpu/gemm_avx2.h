@@ -9,6 +9,7 @@
 #pragma once
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/vec_math_avx2.h"
 
 #include <immintrin.h>
@@ -117,7 +118,7 @@ inline void small_tile(const float* x, std::size_t ldx, const Loader& w, std::in
 #pragma GCC unroll 2
         for (; k < k_blocks; k += Loader::kBlock) {
             if (prefetch && k % Loader::kPrefetchEvery == 0) {
-                for (int j = 0; j < NR; ++j) _mm_prefetch(w.address(n + NR + j, k), _MM_HINT_T0);
+                for (int j = 0; j < NR; ++j) prefetch_weights(w.address(n + NR + j, k));
             }
             typename Loader::Scale sc[NR];
             for (int j = 0; j < NR; ++j) sc[j] = w.block_scale(r[j], k);

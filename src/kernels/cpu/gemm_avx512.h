@@ -56,7 +56,7 @@ inline void pair_tile(const float* x, std::size_t ldx, const Loader& w, std::int
 #pragma GCC unroll 2
         for (; k < K; k += Loader::kBlock) {
             if (prefetch && k % Loader::kPrefetchEvery == 0) {
-                for (int j = 0; j < NR; ++j) _mm_prefetch(w.address(n + NR + j, k), _MM_HINT_T0);
+                for (int j = 0; j < NR; ++j) prefetch_weights(w.address(n + NR + j, k));
             }
             typename Loader::Scale sc[NP];
             for (int p = 0; p < NP; ++p) sc[p] = w.block_scale(r[2 * p], r[2 * p + 1], k);

@@ -106,8 +106,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
     for (; g0 + 8 <= groups; g0 += 8) {
         if (prefetch) {
             // 8 blocks = 64 bytes of each row: fetch the matching bytes of the next tile (NR rows further on).
-            for (int r = 0; r < NR; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(rows.next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
+            for (int r = 0; r < NR; ++r) prefetch_weights(rows.next + r * (K / 2) + g0 * 8);
         }
         __m256 c[MR][NR];
         scales(g0, 8, c);

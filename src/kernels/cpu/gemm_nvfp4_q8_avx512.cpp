@@ -47,8 +47,7 @@ void tile(const GemmJob& job, const Q8Rows& xq, std::int64_t i0, std::int64_t n,
         for (int p = 0; p < NP; ++p) acc[i][p] = _mm512_setzero_ps();
     for (std::int64_t g0 = 0; g0 < groups; g0 += 8) {
         if (prefetch) {
-            for (int r = 0; r < NR; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(rows.next + r * (K / 2) + g0 * 8), _MM_HINT_T0);
+            for (int r = 0; r < NR; ++r) prefetch_weights(rows.next + r * (K / 2) + g0 * 8);
         }
         // Scale products of the group's 8 blocks, computed as the AVX2 kernel computes them, one row per half.
         __m512 c[MR][NP];
