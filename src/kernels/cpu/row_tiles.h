@@ -1,6 +1,6 @@
-// Pieces shared by the AVX2 and AVX-512 small-batch kernels that hold no vector code: the walk over activation rows
-// in tiles of at most 4 (each tile size a compile-time constant, so the kernels keep their accumulators in
-// registers), and the row addresses of an NVFP4 weight tile. Internal linkage, like the other headers that files
+// Pieces shared by the AVX2 and AVX-512 small-batch kernels that hold no vector code: the weight prefetch, the walk
+// over activation rows in tiles of at most 4 (each tile size a compile-time constant, so the kernels keep their
+// accumulators in registers), and the row addresses of an NVFP4 weight tile. Internal linkage, like the other headers that files
 // compiled for different instruction sets include (vec_math_avx2.h).
 #pragma once
 
