@@ -54,8 +54,8 @@ def test_training_model_matches_reference(tmp_path):
     # Different summation orders (batched vs per-sequence GEMMs) give ~3e-7 differences; now and then one of them
     # flips a discontinuous step (an E2M1 rounding of a W4A4 activation or of a KV value, an expert choice) and that
     # position differs more, and through attention so do later positions, at ~1e-4. How early and how often depends
-    # on the CPU's kernels: on an AVX-512 Xeon with one thread, 4 of 10 sequences of 700 tokens had a flip, one of
-    # them at position 183 (62% of its positions above 1e-4, median 3e-4); CI's machine flipped sequence 5 early
+    # on the CPU's kernels: on an AVX-512 EPYC (Zen 4) with one thread, 4 of 10 sequences of 700 tokens had a flip,
+    # one of them at position 183 (62% of its positions above 1e-4, median 3e-4); CI's machine flipped sequence 5 early
     # enough to fail a single-sequence test. A flip is an accident of one sequence; a wrong formula shows in every
     # one. So: every sequence within a loose bound (median position 1e-2), and the best of eight at the
     # summation-order level (median under 1e-5, 90% of positions within 1e-4, mean under 2e-3).
