@@ -154,7 +154,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     single.idx_persistent = 2;  // a persistent indexer with the early dependent launch and request-major attention
     single.attn_order = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
-    MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 2;  // 6-8 queries: the indexer on wgmma m64n32k16
+    // 6-8 queries: the second wgmma indexer (m64n32k16) with half pages here, quarter pages (auto, few pages) or half
+    // pages (auto) in `eight1`, whole pages in `forced`.
+    MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 3; wg16.idx_parts = 2;
+    forced.idx_q8_wgmma = 3;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
@@ -170,9 +173,10 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
     wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
     MsaDecodeOptions eight1; eight1.attn_warps = 8; eight1.attn_splits = 1;  // 8-warp CTAs storing their output directly
-    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
+    eight1.idx_q8_wgmma = 3;
+    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer, q8 wgmma v2", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
                                 {"mma workspace merge, no prefetch, grid wait, late trigger", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma, early trigger", wg16},
+                                {"simt", simt}, {"mma q8 wgmma v2 half pages, early trigger", wg16},
                                 {"mma 8 warps, one split", eight1}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
@@ -314,6 +318,7 @@ int main(int argc, char** argv) {
     const bool small = argc > 1 && std::strcmp(argv[1], "--small") == 0;
     run_case("tiny GQA2 top4", 8, 4, 4, 4, {3, 130, 900, 1500}, 1);
     run_case("real 64/4 top16 q1 3000", 64, 4, 16, 1, {3000, 2100}, 6);
+    run_case("real 64/4 top16 q8 small", 64, 4, 16, 8, {1500, 400}, 16);  // the 8-query indexers under the sanitizers
     if (!small) {
         run_case("tiny GQA4 top4", 16, 4, 4, 2, {700, 2000}, 2);
         run_case("GQA8 top8", 32, 4, 8, 1, {2500, 129}, 3);

@@ -626,12 +626,147 @@ __device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char
     });
 }
 
+// ---- The 8-query indexer, second version (session 18; MsaDecodeOptions::idx_q8_wgmma = 3). The same scores as
+// run_wg16_items (wgmma m64n32k16, keys dequantised exactly, the same B layout), restructured like the one-query
+// run_wg_items: the rows per item kR are a template parameter (unrolled m-tiles, immediate offsets), warps past their
+// last item decode their stale buffer and store nothing (no predicated loads), the kernel is capped at 128 registers
+// for 4 CTAs per SM (half pages: 45 KB of shared memory per CTA; run_wg16_items ran 2 per SM with whole pages), the
+// query columns are written by one vectorised pass, and with MSA_Q8_PIPE (default) the next m-tile's keys are
+// decoded while this m-tile's wgmmas run.
+#ifndef MSA_Q8_PIPE
+#define MSA_Q8_PIPE 1
+#endif
+// wg16_query_columns' B, one 16-byte store per (k16 step, k-half): thread tid takes index row n = tid & 31 and the
+// 32 channels of group pair gp = tid >> 5. Slot k = 8 kh + 2 c + b of step 2 gp + j holds channel 32 gp + 8 c + 2 j +
+// kh + 4 b, i.e. byte 2 j + kh of the row's 32-bit word 2 c + b (of those 32 channels): slot pair (2 c, 2 c + 1) is
+// that byte of words 2 c and 2 c + 1.
+__device__ __forceinline__ void wq8_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
+    static_assert(kWarps * 32 == 128, "one thread per (index row, group pair)");
+    const int n = tid & 31, gp = tid >> 5;
+    uint4 u0 = make_uint4(0u, 0u, 0u, 0u), u1 = u0;
+    if (n < rows) {
+        const uint4* src = reinterpret_cast<const uint4*>(iq_req + n * kHeadDim + 32 * gp);
+        u0 = src[0];
+        u1 = src[1];
+    }
+    const std::uint32_t w[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+    unsigned char* dst = bq + (2 * gp) * 1024 + (n >> 3) * 128 + (n & 7) * 16;
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int kh = 0; kh < 2; ++kh) {
+            const std::uint32_t b = 2 * j + kh, sel = b | ((b + 4) << 4);  // byte b of each of two words
+            std::uint32_t h[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) h[i] = hmul2(e4m3x2_to_h2(prmt(w[2 * i], w[2 * i + 1], sel)), kH2x128);
+            *reinterpret_cast<uint4*>(dst + j * 1024 + kh * 512) = make_uint4(h[0], h[1], h[2], h[3]);
+        }
+    fence_proxy_async_smem();
+}
+// Keeps the compiler from reusing the registers of an A fragment before the wgmmas that read it have completed.
+__device__ __forceinline__ void wgmma_keep_a(std::uint32_t (&a)[8][4]) {
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[t][e])::"memory");
+}
+template <int kR>
+__device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, const int* pt,
+                                              int s, int it_begin, int it_end, int lane, int warp) {
+    constexpr int kParts = kBlock / kR, kStage = kR * 72, kMt = kR / 16;
+    unsigned char* bq = smem + kWarps * 2 * kStage;  // 8 KB
+    wq8_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
+    __syncthreads();
+    const std::uint64_t desc0 = wg16_desc(bq);
+    const int r = lane >> 2, c = lane & 3;
+    int off[4];
+    chunk_offsets(r, off);
+    auto copy_item = [&](unsigned char* dst, int item) {
+        const unsigned u = static_cast<unsigned>(item);
+        copy_index_part(p, dst, pt[u / kParts], static_cast<int>(u % kParts), kR, lane);
+    };
+    warpgroup_item_loop(it_begin, it_end, warp, wbuf, kStage, copy_item, [&](const unsigned char* img, bool live, int it) {
+        const unsigned char* row0 = img + r * 64 + 4 * c;  // key row r of m-tile 0
+        const unsigned char* scl = img + kR * 64 + r * 8;   // its scales
+        // A of m-tile mt (key rows 16 mt + r and + 8) for the 8 k16 steps: e2m1 * scale * 2^-7 in FP16, exact.
+        auto decode_mtile = [&](int mt, std::uint32_t (&a)[8][4]) {
+            std::uint32_t s0[4], s1[4];
+            key_scales(scl + mt * 128, c, s0);
+            key_scales(scl + mt * 128 + 64, c, s1);
+#pragma unroll
+            for (int gp = 0; gp < 4; ++gp) {
+                std::uint32_t k0[4], k1[4];
+                fp4::decode(lds32(row0 + mt * 1024 + off[gp]), k0);
+                fp4::decode(lds32(row0 + mt * 1024 + 512 + off[gp]), k1);
+                a[2 * gp][0] = hmul2(k0[0], s0[gp]);
+                a[2 * gp][1] = hmul2(k1[0], s1[gp]);
+                a[2 * gp][2] = hmul2(k0[1], s0[gp]);
+                a[2 * gp][3] = hmul2(k1[1], s1[gp]);
+                a[2 * gp + 1][0] = hmul2(k0[2], s0[gp]);
+                a[2 * gp + 1][1] = hmul2(k1[2], s1[gp]);
+                a[2 * gp + 1][2] = hmul2(k0[3], s0[gp]);
+                a[2 * gp + 1][3] = hmul2(k1[3], s1[gp]);
+            }
+        };
+        auto issue = [&](float (&d)[16], const std::uint32_t (&a)[8][4]) {
+            wgmma_fence();
+#pragma unroll
+            for (int t = 0; t < 8; ++t)
+                wgmma_f16_m64n32k16(d, a[t], desc0 + static_cast<std::uint64_t>(t * 1024 >> 4), t > 0);
+            wgmma_commit();
+        };
+        float mx[4][2];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
+        auto fold = [&](float (&d)[16]) {
+#pragma unroll
+            for (int e = 0; e < 16; ++e) asm volatile("" : "+f"(d[e])::"memory");  // read only after the wait
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {  // d[4 nt ..]: (row g, col 8 nt + 2c, +1), (row g + 8, same cols)
+                mx[nt][0] = fmaxf(mx[nt][0], fmaxf(d[4 * nt], d[4 * nt + 2]));
+                mx[nt][1] = fmaxf(mx[nt][1], fmaxf(d[4 * nt + 1], d[4 * nt + 3]));
+            }
+        };
+#if MSA_Q8_PIPE
+        std::uint32_t a[2][8][4];
+        decode_mtile(0, a[0]);
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) {
+            float d[16];
+            issue(d, a[mt & 1]);
+            if (mt + 1 < kMt) decode_mtile(mt + 1, a[(mt + 1) & 1]);
+            wgmma_wait0();
+            wgmma_keep_a(a[mt & 1]);
+            fold(d);
+        }
+#else
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) {
+            std::uint32_t a[8][4];
+            decode_mtile(mt, a);
+            float d[16];
+            issue(d, a);
+            wgmma_wait0();
+            wgmma_keep_a(a);
+            fold(d);
+        }
+#endif
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
+        if (live) store_block_maxima<4>(p, s, it, lane, 0, mx);
+    });
+}
+
 // CTA = (chunk of items_per_cta work items, request); an item is one of `parts` token ranges of an index-K page
 // (parts > 1 only when there are few pages, to spread one page over several warps). Each warp streams its items
 // through a two-stage cp.async buffer and writes the block maxima; the last CTA of a request (arrival counter) runs
 // the keyed top-k for all its rows and leaves the counter at zero again.
 // Work unit (request s, chunk) of the indexer: see index_topk_kernel.
-template <int NT, bool FP8>
+template <int NT, bool FP8, bool Q8>
 __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* smem, int& s_last, int s, int chunk) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int* pt = p.page_table + static_cast<std::size_t>(s) * p.max_blocks;
@@ -667,7 +802,14 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     }
     if (it_begin < it_end) {
         cp_async_commit();
-        if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
+        if constexpr (Q8) {  // 6-8 queries (3-4 n-tiles), the second wgmma version
+            if (p.parts == 1)
+                run_wq8_items<kBlock>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
+            else if (p.parts == 2)
+                run_wq8_items<kBlock / 2>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
+            else
+                run_wq8_items<kBlock / 4>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
+        } else if constexpr (FP8) {  // one query, <= 4 index heads: fragments straight from global memory (run_fp8_items)
             if (p.wgmma && p.parts == 1)
                 run_wg_items<kBlock>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else if (p.wgmma && p.parts == 2)
@@ -754,13 +896,14 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
 #ifndef MSA_IDX_MIN_CTAS
 #define MSA_IDX_MIN_CTAS 4
 #endif
-template <int NT, bool FP8 = false>
-__global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
+// The second 8-query indexer (Q8, run_wq8_items) is capped at 128 registers: 4 CTAs per SM with half pages.
+template <int NT, bool FP8 = false, bool Q8 = false>
+__global__ void __launch_bounds__(kWarps * 32, Q8 ? 4 : NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ int s_last, s_unit;
     trace_event(p.trace, kTrIdxStart);
     if (!p.persistent) {  // index_unit waits for the previous kernel once its first page is on the way
-        index_unit<NT, FP8>(p, smem, s_last, blockIdx.y, blockIdx.x);
+        index_unit<NT, FP8, Q8>(p, smem, s_last, blockIdx.y, blockIdx.x);
         return;
     }
     // Persistent: wait for the previous kernel of the stream before anything (a no-op without PDL). With the early
@@ -777,7 +920,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 4 ? 3 : MSA_IDX_MIN_CTAS) i
         __syncthreads();
         const int v = s_unit;
         if (v >= total) break;
-        index_unit<NT, FP8>(p, smem, s_last, v / p.chunks, v % p.chunks);
+        index_unit<NT, FP8, Q8>(p, smem, s_last, v / p.chunks, v % p.chunks);
     }
     if (!p.early_trigger) pdl_trigger();
     if (threadIdx.x == 0 && atomicAdd(&p.work[1], 1u) == gridDim.x - 1) {  // every CTA has taken its last unit
@@ -1615,9 +1758,13 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
     // Whole pages when more than 16 index rows (8 queries x 4 heads) share each decoded page: run 4 measured 3%
     // less at 32 x 128K and 32 x 32K with 8 queries than with half pages.
+    // 6-8-query steps (3-4 n-tiles in one pass) on the second wgmma version when asked (idx_q8_wgmma = 3), one CTA
+    // per work unit; half pages by default (4 CTAs per SM).
+    p.idx_wq8 = opt.idx_q8_wgmma == 3 && opt.indexer == MsaImpl::kMma && p.idx_nt_pass == 4 && p.idx_ntiles >= 3 &&
+                p.idx_ntiles <= 4 && opt.idx_persistent != 2;
     p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
-                  : p.rows > 16                                                 ? 1
+                  : p.rows > 16 && !p.idx_wq8                                   ? 1
                                                                                 : 2;
     // Items per warp: with one query per request about twice as many as up to session 12 (session 13 sweep: 32 x 32K
     // 63.8 -> 59.4 us with 4 instead of 2; 32 x 128K and 64 x 64K already at the cap of 8). Several queries keep the
@@ -1697,11 +1844,12 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(attn_kernel<true>),
                                  reinterpret_cast<const void*>(attn8_kernel<false>),
                                  reinterpret_cast<const void*>(attn8_kernel<true>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<1, true>)};
-        for (int i = 0; i < 8; ++i) {
+                                 reinterpret_cast<const void*>(index_topk_kernel<1, true>),
+                                 reinterpret_cast<const void*>(index_topk_kernel<4, false, true>)};
+        for (int i = 0; i < 9; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(i < 3    ? kIdxSmemMax
-                                                                : i == 7 ? kIdxSmemFp8Max
+                                               static_cast<int>(i < 3 || i == 8 ? kIdxSmemMax
+                                                                : i == 7        ? kIdxSmemFp8Max
                                                                 : i < 5  ? kAttnSmemWarp
                                                                          : kAttnSmem8)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -1816,7 +1964,12 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                     detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<1>, ip));
                 break;
             case 2: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<2>, ip)); break;
-            default: detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4>, ip)); break;
+            default:
+                if (p.idx_wq8)
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4, false, true>, ip));
+                else
+                    detail::check(cudaLaunchKernelEx(&cfg, index_topk_kernel<4>, ip));
+                break;
         }
     } else {
         detail::launch_simt_indexer(p, a, scores, stream);

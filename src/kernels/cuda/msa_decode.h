@@ -94,7 +94,8 @@ struct MsaDecodeOptions {
     // MMAs); 3 = FP8 on wgmma.
     int idx_fp8 = 0;
     // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
-    // (mma.sync), 2 = on (measured no faster in run H of session 5).
+    // (mma.sync), 2 = the first version (whole pages, 2 CTAs per SM; measured no faster in run H of session 5), 3 =
+    // the second (session 18: half pages, 4 CTAs per SM, the next m-tile decoded while the wgmmas run).
     int idx_q8_wgmma = 0;
     // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 2 = right after its own
     // grid-dependency wait, so the attention CTAs become resident as soon as the indexer's last wave has started;
@@ -119,7 +120,8 @@ struct MsaDecodePlan {
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
     bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
     bool idx_wgmma = false;  // ... on wgmma
-    bool idx_wg16 = false;   // 8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma)
+    bool idx_wg16 = false;   // 8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma = 2)
+    bool idx_wq8 = false;    // ... its second version (idx_q8_wgmma = 3)
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
