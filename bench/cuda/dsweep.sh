@@ -36,15 +36,17 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # (MSA_IDX_PARTS=2) and 8 attention splits (two pages per CTA) against the defaults (quarter pages, 16 splits).
 # Run 9: 8-warp attention CTAs beyond batch 1 (run 8: 2 x 8K 14.8 us with the 4-warp cluster of 16 splits, 10.4 with
 # 8-warp CTAs and 8 splits): forced 8 warps with 2, 4, 8 and 16 splits against the plan's choice.
-# Session 18, run 1: the second 8-query wgmma indexer (MSA_Q8_WGMMA=3: half pages, 4 CTAs per SM, the next m-tile
-# decoded while the wgmmas run) against the mma.sync default and the first wgmma version (=2), in alternation, twice;
-# the alt build without the m-tile pipeline (ALT_FLAGS=-DMSA_Q8_PIPE=0); whole pages and items per warp once.
-C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,1:32768:8,8:204800:8
-for rep in 1 2; do
-  sw mma$rep $C; sw v1.$rep $C MSA_Q8_WGMMA=2; sw v2.$rep $C MSA_Q8_WGMMA=3; asw nopipe$rep $C MSA_Q8_WGMMA=3
-done
-sw v2parts1 $C MSA_Q8_WGMMA=3 MSA_IDX_PARTS=1; sw v2ppw4 $C MSA_Q8_WGMMA=3 MSA_IDX_PPW=4
-sw v2ppw12 $C MSA_Q8_WGMMA=3 MSA_IDX_PPW=12
+# Session 18:
+# Run 1 (sweep above, replaced): the second 8-query wgmma indexer (MSA_Q8_WGMMA=3 then) against mma.sync and the first
+# wgmma version, the alt build without the m-tile pipeline (-DMSA_Q8_PIPE=0), whole pages and items per warp.
+# Run 2: lazy rescaling in the 4-warp attention (alt build: -DMSA_ATTN_LAZY=0, the old eager rescaling) on 8-query and
+# one-query cases, in alternation, twice; then the 8-query cases with a persistent indexer of 2 or 3 CTAs per SM (the
+# early-launched attention CTAs share the SMs with it), in request-major or grid order.
+C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,8:204800:8,32:131072:1,64:65536:1,32:32768:1,8:32768:1
+Q=32:131072:8,32:32768:8,128:51200:8,8:204800:8
+for rep in 1 2; do sw lazy$rep $C; asw eager$rep $C; done
+sw pers264rm $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=264 MSA_ATTN_ORDER=2; sw pers264 $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=264
+sw pers396rm $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=396 MSA_ATTN_ORDER=2; sw persautorm $Q MSA_IDX_PERSIST=2 MSA_ATTN_ORDER=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -2,10 +2,10 @@
 // Runs only where a GPU is present (otherwise prints a skip message and exits 77). No GoogleTest needed.
 // Every case runs nine option variants (tensor-core path with automatic, forced-split and whole/half-page settings,
 // 8-warp attention CTAs in one of them, the per-warp attention page pipeline in two, request-major attention CTAs
-// in the first; the workspace split merge without L2 prefetch, with the indexer's late dependent launch, which must
-// equal the first variant bit for bit; the cluster (DSMEM) split merge with 6 splits, ready flags instead of the grid
-// wait and a persistent indexer of 7 CTAs; a persistent indexer of one wave with request-major attention CTAs (third
-// variant); the SIMT reference; the 8-query wgmma indexer with the early dependent
+// and the mma.sync 8-query indexer in the first; the workspace split merge without L2 prefetch, with the indexer's
+// late dependent launch, which must equal the first variant bit for bit; the cluster (DSMEM) split merge with 6
+// splits, ready flags instead of the grid wait and a persistent indexer of 7 CTAs; a persistent indexer of one wave
+// with request-major attention CTAs (third variant); the SIMT reference; half index pages with the early dependent
 // launch wherever the plan picks it; 8-warp attention CTAs with one split; the defaults), each twice (the second call must match the first bit for bit:
 // counters reset, no race),
 // with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
@@ -154,10 +154,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     single.idx_persistent = 2;  // a persistent indexer with the early dependent launch and request-major attention
     single.attn_order = 2;
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
-    // 6-8 queries: the second wgmma indexer (m64n32k16) with half pages here, quarter pages (auto, few pages) or half
-    // pages (auto) in `eight1`, whole pages in `forced`.
-    MsaDecodeOptions wg16; wg16.idx_q8_wgmma = 3; wg16.idx_parts = 2;
-    forced.idx_q8_wgmma = 3;
+    // 5-8 queries: the wgmma indexer (m64n32k16, the default) with half pages here, quarter pages (auto, few pages) or
+    // half pages (auto) in `eight1` and `auto`, whole pages in `forced`; the mma.sync one in `four` and `global`.
+    MsaDecodeOptions wg16; wg16.idx_parts = 2;
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
     clus.idx_persistent = 2; clus.idx_ctas = 7; clus.attn_warp_pipe = 2;
@@ -168,15 +167,15 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     // that auto picks at batch 1 sum the tokens in another order).
     // They also run the top-k in different places (the attention CTAs / the indexer's last CTA): same picks, same order.
     MsaDecodeOptions four; four.attn_warps = 4; four.attn_topk = 2;
+    four.idx_q8_wgmma = global.idx_q8_wgmma = 1;  // the 4-n-tile mma.sync indexer for 5-8 queries
     global.attn_warps = 4; global.attn_topk = 1;
     global.idx_trigger = 1;  // the indexer's dependent launch after its scores
     four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
     wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
     MsaDecodeOptions eight1; eight1.attn_warps = 8; eight1.attn_splits = 1;  // 8-warp CTAs storing their output directly
-    eight1.idx_q8_wgmma = 3;
-    const Variant variants[] = {{"mma auto, 4 warps, request-major", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer, q8 wgmma v2", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
-                                {"mma workspace merge, no prefetch, grid wait, late trigger", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma q8 wgmma v2 half pages, early trigger", wg16},
+    const Variant variants[] = {{"mma auto, 4 warps, request-major, q8 mma.sync", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major", single},
+                                {"mma workspace merge, no prefetch, grid wait, late trigger, q8 mma.sync", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
+                                {"simt", simt}, {"mma half pages, early trigger", wg16},
                                 {"mma 8 warps, one split", eight1}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise

@@ -109,7 +109,6 @@ struct IdxParams {
     bool prefetch, persistent;
     Mul mul;
     bool wgmma;  // FP8 indexer on wgmma (run_wg_items) instead of mma.sync
-    bool wg16;   // 8-query (4 n-tile) indexer on wgmma m64n32k16 (run_wg16_items)
     unsigned long long* trace;  // phase timeline (set_decode_trace), null when off
     bool attn_topk;  // the attention CTAs run the top-k (AttnParams::scores); the last CTA only publishes the scores
     bool early_trigger;  // launch the dependents right after the grid-dependency wait, not after the scores
@@ -534,11 +533,11 @@ __device__ __forceinline__ void run_wg_items(const IdxParams& p, unsigned char* 
     });
 }
 
-// ---- The 8-query indexer (32 index rows, one pass of 4 n-tiles) on wgmma m64n32k16 (FP16, A from registers): the
-// keys are dequantised exactly to FP16 as in index_rows (e2m1 * scale * 2^-7), the 32 query rows (FP16 x 2^7) are
-// B in shared memory, K-major without swizzle: per k16 step 1 KB, core matrix (k-half kc, n-octet nc) of 8 x 16 bytes
-// at kc * 512 + nc * 128. Descriptor offsets: leading = along K (512), stride = along N (128) (run H of session 5:
-// the exchanged assignment faults with an illegal address).
+// ---- The 8-query indexer (5-8 queries: 17-32 index rows, one pass) on wgmma m64n32k16 (FP16, A from registers):
+// the keys are dequantised exactly to FP16 as in index_rows (e2m1 * scale * 2^-7), the 32 query rows (FP16 x 2^7,
+// zero past `rows`) are B in shared memory, K-major without swizzle: per k16 step 1 KB, core matrix (k-half kc, n-octet
+// nc) of 8 x 16 bytes at kc * 512 + nc * 128. Descriptor offsets: leading = along K (512), stride = along N (128) (run H
+// of session 5: the exchanged assignment faults with an illegal address).
 __device__ __forceinline__ std::uint64_t wg16_desc(const void* smem_ptr) {
     return wg_desc_noswizzle(smem_ptr, 512, 128);
 }
@@ -553,91 +552,17 @@ __device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::u
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
         : "memory");
 }
-// B of the 8 k16 steps (8 KB at bq). Step t = 2 gp + j; slot k of the step belongs to thread c = (k & 7) >> 1 of the
-// A fragment, whose word 4 gp + c (channels 32 gp + 8 c ..) gives nibble 2 j + (k >> 3) + 4 (k & 1) (fp4x8's pairs).
-__device__ __forceinline__ void wg16_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
-    for (int e = tid; e < 8 * 32 * 16; e += kWarps * 32) {
-        const int t = e >> 9, n = (e >> 4) & 31, k = e & 15;
-        const int gp = t >> 1, j = t & 1, c = (k & 7) >> 1;
-        const int dim = 32 * gp + 8 * c + 2 * j + (k >> 3) + 4 * (k & 1);
-        const std::uint32_t h = n < rows ? hmul2(e4m3x2_to_h2(iq_req[n * kHeadDim + dim]), kH2x128) : 0u;
-        const int off = t * 1024 + (k >> 3) * 512 + (n >> 3) * 128 + (n & 7) * 16 + (k & 7) * 2;
-        *reinterpret_cast<__half*>(bq + off) = __ushort_as_half(static_cast<unsigned short>(h & 0xFFFFu));
-    }
-    fence_proxy_async_smem();
-}
-template <class CopyItem>
-__device__ __forceinline__ void run_wg16_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, int stage,
-                                               int R, int s, int it_begin, int it_end, int lane, int warp,
-                                               CopyItem&& copy_item) {
-    unsigned char* bq = smem + kWarps * 2 * stage;  // 8 KB
-    wg16_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
-    __syncthreads();
-    const std::uint64_t desc0 = wg16_desc(bq);
-    const int r = lane >> 2, c = lane & 3, nmt = R / 16;
-    int off[4];
-    chunk_offsets(r, off);
-    warpgroup_item_loop(it_begin, it_end, warp, wbuf, stage, copy_item, [&](const unsigned char* img, bool live, int it) {
-        float mx[4][2];
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mx[nt][0] = mx[nt][1] = -CUDART_INF_F;
-        for (int mt = 0; mt < nmt; ++mt) {
-            const unsigned char* d0 = img + r * 64 + 4 * c + mt * 1024;
-            std::uint32_t s0[4] = {0u, 0u, 0u, 0u}, s1[4] = {0u, 0u, 0u, 0u};
-            if (live) {
-                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128, c, s0);
-                key_scales(img + nmt * 16 * 64 + r * 8 + mt * 128 + 64, c, s1);
-            }
-            std::uint32_t a[8][4];
-#pragma unroll
-            for (int gp = 0; gp < 4; ++gp) {
-                std::uint32_t k0[4], k1[4];
-                fp4::decode(live ? lds32(d0 + off[gp]) : 0u, k0);
-                fp4::decode(live ? lds32(d0 + 512 + off[gp]) : 0u, k1);
-                a[2 * gp][0] = hmul2(k0[0], s0[gp]); a[2 * gp][1] = hmul2(k1[0], s1[gp]);
-                a[2 * gp][2] = hmul2(k0[1], s0[gp]); a[2 * gp][3] = hmul2(k1[1], s1[gp]);
-                a[2 * gp + 1][0] = hmul2(k0[2], s0[gp]); a[2 * gp + 1][1] = hmul2(k1[2], s1[gp]);
-                a[2 * gp + 1][2] = hmul2(k0[3], s0[gp]); a[2 * gp + 1][3] = hmul2(k1[3], s1[gp]);
-            }
-            float d[16];
-#pragma unroll
-            for (int e = 0; e < 16; ++e) d[e] = 0.f;
-            wgmma_fence();
-#pragma unroll
-            for (int t = 0; t < 8; ++t)
-                wgmma_f16_m64n32k16(d, a[t], desc0 + static_cast<std::uint64_t>(t * 1024 >> 4), t > 0);
-            wgmma_commit();
-            wgmma_wait0();
-#pragma unroll
-            for (int e = 0; e < 16; ++e) asm volatile("" : "+f"(d[e])::"memory");
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt) {  // d[4 nt ..]: (row g, col 8 nt + 2c, +1), (row g + 8, same cols)
-                mx[nt][0] = fmaxf(mx[nt][0], fmaxf(d[4 * nt], d[4 * nt + 2]));
-                mx[nt][1] = fmaxf(mx[nt][1], fmaxf(d[4 * nt + 1], d[4 * nt + 3]));
-            }
-        }
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-#pragma unroll
-                for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
-        if (live) store_block_maxima<4>(p, s, it, lane, 0, mx);
-    });
-}
-
-// ---- The 8-query indexer, second version (session 18; MsaDecodeOptions::idx_q8_wgmma = 3). The same scores as
-// run_wg16_items (wgmma m64n32k16, keys dequantised exactly, the same B layout), restructured like the one-query
-// run_wg_items: the rows per item kR are a template parameter (unrolled m-tiles, immediate offsets), warps past their
-// last item decode their stale buffer and store nothing (no predicated loads), the kernel is capped at 128 registers
-// for 4 CTAs per SM (half pages: 45 KB of shared memory per CTA; run_wg16_items ran 2 per SM with whole pages), the
-// query columns are written by one vectorised pass, and with MSA_Q8_PIPE (default) the next m-tile's keys are
-// decoded while this m-tile's wgmmas run.
+// Structured like the one-query run_wg_items (session 18; the first version, session 5, kept whole pages at 2 CTAs per
+// SM and was no faster than mma.sync): the rows per item kR are a template parameter (unrolled m-tiles, immediate
+// offsets), warps past their last item decode their stale buffer and store nothing (no predicated loads), the kernel
+// is capped at 128 registers for 4 CTAs per SM (half pages: 45 KB of shared memory per CTA), the query columns are
+// written by one vectorised pass, and with MSA_Q8_PIPE (default) the next m-tile's keys are decoded while this
+// m-tile's wgmmas run.
 #ifndef MSA_Q8_PIPE
 #define MSA_Q8_PIPE 1
 #endif
-// wg16_query_columns' B, one 16-byte store per (k16 step, k-half): thread tid takes index row n = tid & 31 and the
-// 32 channels of group pair gp = tid >> 5. Slot k = 8 kh + 2 c + b of step 2 gp + j holds channel 32 gp + 8 c + 2 j +
+// B of the 8 k16 steps (8 KB at bq), one 16-byte store per (k16 step, k-half): thread tid takes index row n = tid &
+// 31 and the 32 channels of group pair gp = tid >> 5. Slot k = 8 kh + 2 c + b of step 2 gp + j holds channel 32 gp + 8 c + 2 j +
 // kh + 4 b, i.e. byte 2 j + kh of the row's 32-bit word 2 c + b (of those 32 channels): slot pair (2 c, 2 c + 1) is
 // that byte of words 2 c and 2 c + 1.
 __device__ __forceinline__ void wq8_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
@@ -802,7 +727,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
     }
     if (it_begin < it_end) {
         cp_async_commit();
-        if constexpr (Q8) {  // 6-8 queries (3-4 n-tiles), the second wgmma version
+        if constexpr (Q8) {  // 5-8 queries (3-4 n-tiles) on wgmma
             if (p.parts == 1)
                 run_wq8_items<kBlock>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else if (p.parts == 2)
@@ -818,8 +743,6 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
                 run_wg_items<kBlock / 4>(p, smem, wbuf, pt, s, it_begin, it_end, lane, warp);
             else
                 run_fp8_items(p, smem, wbuf, stage, R, s, it, it_end, lane, warp, copy_item);
-        } else if (NT == 4 && p.wg16 && p.nt_total <= 4) {
-            run_wg16_items(p, smem, wbuf, stage, R, s, it_begin, it_end, lane, warp, copy_item);
         } else {
             // Index-query fragments of this request (FP16 x 2^7), zero rows past `rows`: all loads first, then convert.
             const int passes = (p.nt_total + NT - 1) / NT;
@@ -896,7 +819,7 @@ __device__ __forceinline__ void index_unit(const IdxParams& p, unsigned char* sm
 #ifndef MSA_IDX_MIN_CTAS
 #define MSA_IDX_MIN_CTAS 4
 #endif
-// The second 8-query indexer (Q8, run_wq8_items) is capped at 128 registers: 4 CTAs per SM with half pages.
+// The 8-query wgmma indexer (Q8, run_wq8_items) is capped at 128 registers: 4 CTAs per SM with half pages.
 template <int NT, bool FP8 = false, bool Q8 = false>
 __global__ void __launch_bounds__(kWarps * 32, Q8 ? 4 : NT == 4 ? 3 : MSA_IDX_MIN_CTAS) index_topk_kernel(const IdxParams p) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -981,6 +904,9 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
 }
+#ifndef MSA_ATTN_LAZY
+#define MSA_ATTN_LAZY 8  // attend_slice's lazy rescaling threshold (log2 units); 0 = rescale whenever the max grows
+#endif
 // One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
 // scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
 // load. O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd), (r+8, 32c+nd), (r+8, 32c+16+nd).
@@ -1003,7 +929,12 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     for (int e = 0; e < 2; ++e) {
         mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 1));
         mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 2));
-        const float mn = fmaxf(m[e], mx[e]);  // finite: the slice has a visible token
+        // Lazy rescaling (MSA_ATTN_LAZY, in log2 units of the probabilities): the running max moves only when the
+        // slice's max exceeds it by more than that, so O and l are rescaled rarely instead of in most slices (session
+        // 18: 7 of 8 slices with 8 queries at 32 x 128K). Probabilities up to 2^MSA_ATTN_LAZY are exact enough in FP16
+        // (P, same relative rounding) and far from overflow in FP32 (l, O); O / l and the LSE m + log2 l use one m.
+        // The first slice always sets m (m = -inf). mx is finite: the slice has a visible token.
+        const float mn = (mx[e] - m[e]) * kLog2eOverSqrtD > static_cast<float>(MSA_ATTN_LAZY) ? mx[e] : m[e];
         alpha[e] = exp2f((m[e] - mn) * kLog2eOverSqrtD);
         m[e] = mn;
         neg[e] = -mn * kLog2eOverSqrtD;
@@ -1755,13 +1686,14 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     const int sms = sm_count();
     // Indexer work items: whole pages, or halves/quarters of pages when there are few (latency: more warps).
     const long long pages = static_cast<long long>(batch) * max_blocks;
-    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages.
-    // Whole pages when more than 16 index rows (8 queries x 4 heads) share each decoded page: run 4 measured 3%
+    // 5-8-query steps (3-4 n-tiles in one pass) on wgmma unless switched off (idx_q8_wgmma = 1), also in the persistent
+    // grid; half pages by default (4 CTAs per SM). Session 18, run 1 (us, mma.sync -> wgmma): 32 x 128K 287.0 -> 260.5, 8 x
+    // 200K 129.7 -> 110.7, 32 x 32K 176.3 -> 167.9, 128 x 50K 717.2 -> 672.8, 8 x 32K 66.0 -> 64.6, 1 x 32K 22.5 -> 22.2.
+    p.idx_wq8 = opt.idx_q8_wgmma != 1 && opt.indexer == MsaImpl::kMma && p.idx_nt_pass == 4 && p.idx_ntiles >= 3 &&
+                p.idx_ntiles <= 4;
+    // Half pages by default: 4.6 KB stages keep more warps resident per SM than whole pages. The mma.sync indexer
+    // takes whole pages when more than 16 index rows (8 queries x 4 heads) share each decoded page: run 4 measured 3%
     // less at 32 x 128K and 32 x 32K with 8 queries than with half pages.
-    // 6-8-query steps (3-4 n-tiles in one pass) on the second wgmma version when asked (idx_q8_wgmma = 3), one CTA
-    // per work unit; half pages by default (4 CTAs per SM).
-    p.idx_wq8 = opt.idx_q8_wgmma == 3 && opt.indexer == MsaImpl::kMma && p.idx_nt_pass == 4 && p.idx_ntiles >= 3 &&
-                p.idx_ntiles <= 4 && opt.idx_persistent != 2;
     p.idx_parts = opt.idx_parts == 1 || opt.idx_parts == 2 || opt.idx_parts == 4 ? opt.idx_parts
                   : pages <= 100LL * sms / 33                                   ? 4  // <= 400 pages on 132 SMs
                   : p.rows > 16 && !p.idx_wq8                                   ? 1
@@ -1782,10 +1714,6 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     // On wgmma by default (run E of session 5: 7% faster than the FP8 mma.sync at 32 x 128K, never slower), with one
     // CTA per work unit (the persistent grid keeps the mma.sync version).
     p.idx_wgmma = p.idx_fp8 && (opt.idx_fp8 == 0 || opt.idx_fp8 == 3) && opt.idx_persistent != 2;
-    // 6-8-query steps (3-4 n-tiles in one pass) on wgmma when asked (idx_q8_wgmma = 2), one CTA per work unit. Off by
-    // default: run H measured it no faster than mma.sync (32 x 128K with 8 queries 451.0 vs 454.0 us).
-    p.idx_wg16 = opt.idx_q8_wgmma == 2 && opt.indexer == MsaImpl::kMma &&
-                 p.idx_nt_pass == 4 && p.idx_ntiles >= 3 && p.idx_ntiles <= 4 && opt.idx_persistent != 2;
     p.idx_smem = (p.idx_wgmma ? 1024 : 0) + static_cast<std::size_t>(kWarps) * 2 * (kBlock / p.idx_parts) * 72 +
                  (p.idx_fp8 ? static_cast<std::size_t>(kWarps) * (kBlock / p.idx_parts) * kFp8TabStride * sizeof(float)
                             : static_cast<std::size_t>(passes) * p.idx_nt_pass * 256 * sizeof(uint2));
@@ -1865,6 +1793,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     {  // persistent indexer: about one wave of resident CTAs
         int per_sm = 0;
         const void* k = p.idx_fp8            ? reinterpret_cast<const void*>(index_topk_kernel<1, true>)
+                        : p.idx_wq8          ? reinterpret_cast<const void*>(index_topk_kernel<4, false, true>)
                         : p.idx_nt_pass == 1 ? reinterpret_cast<const void*>(index_topk_kernel<1>)
                         : p.idx_nt_pass == 2 ? reinterpret_cast<const void*>(index_topk_kernel<2>)
                                              : reinterpret_cast<const void*>(index_topk_kernel<4>);
@@ -1945,7 +1874,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
                            a.k_cache, a.v_cache, counters + p.batch + units, ready,
                            p.max_blocks, p.q_len, nkv, p.rows, p.geo.topk, p.idx_ntiles, p.idx_items_per_cta,
                            p.idx_parts, p.idx_chunks, p.batch, p.prefetch, p.idx_persistent, kMul, p.idx_wgmma,
-                           p.idx_wg16, g_trace, p.attn_topk, p.idx_early_trigger};
+                           g_trace, p.attn_topk, p.idx_early_trigger};
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = p.idx_persistent ? dim3(p.idx_grid) : dim3(p.idx_chunks, p.batch);
         cfg.blockDim = dim3(kWarps * 32);

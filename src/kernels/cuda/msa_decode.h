@@ -93,9 +93,9 @@ struct MsaDecodeOptions {
     // (then mma.sync); 1 = off (FP16 MMA of exactly dequantised keys); 2 = FP8 on mma.sync (which sm_90 runs as FP16
     // MMAs); 3 = FP8 on wgmma.
     int idx_fp8 = 0;
-    // 6-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys: 0/1 = off
-    // (mma.sync), 2 = the first version (whole pages, 2 CTAs per SM; measured no faster in run H of session 5), 3 =
-    // the second (session 18: half pages, 4 CTAs per SM, the next m-tile decoded while the wgmmas run).
+    // 5-8-query steps (17-32 index rows) on wgmma m64n32k16 with exactly dequantised FP16 keys (half pages, 4 CTAs per
+    // SM, the next m-tile decoded while the wgmmas run): 0 = on, 1 = off (the 4-n-tile mma.sync indexer; session 18:
+    // 8-10% slower at 32 x 128K and 32 x 32K, 15% at 8 x 200K).
     int idx_q8_wgmma = 0;
     // When the indexer lets the attention grid launch (griddepcontrol.launch_dependents): 2 = right after its own
     // grid-dependency wait, so the attention CTAs become resident as soon as the indexer's last wave has started;
@@ -120,8 +120,7 @@ struct MsaDecodePlan {
     int idx_nt_pass = 0;     // n-tiles per pass over a page (1, 2 or 4)
     bool idx_fp8 = false;    // FP8 indexer (MsaDecodeOptions::idx_fp8)
     bool idx_wgmma = false;  // ... on wgmma
-    bool idx_wg16 = false;   // 8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma = 2)
-    bool idx_wq8 = false;    // ... its second version (idx_q8_wgmma = 3)
+    bool idx_wq8 = false;    // 5-8-query indexer on wgmma (MsaDecodeOptions::idx_q8_wgmma)
     int idx_parts = 1;       // token ranges a page is split into across warps (1, 2 or 4; >1 only for few pages)
     int idx_items_per_cta = 0, idx_chunks = 0;  // work items (page parts) per indexer CTA; CTAs per request
     std::size_t idx_smem = 0;
