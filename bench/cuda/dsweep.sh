@@ -41,7 +41,8 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # wgmma version, the alt build without the m-tile pipeline (-DMSA_Q8_PIPE=0), whole pages and items per warp.
 # Run 2: lazy rescaling in the 4-warp attention (alt build: -DMSA_ATTN_LAZY=0, the old eager rescaling) on 8-query and
 # one-query cases, in alternation, twice; then the 8-query cases with a persistent indexer of 2 or 3 CTAs per SM (the
-# early-launched attention CTAs share the SMs with it), in request-major or grid order.
+# early-launched attention CTAs share the SMs with it), in request-major or grid order. (The MSA_ATTN_LAZY switch was
+# removed after this run: no faster.)
 C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,8:204800:8,32:131072:1,64:65536:1,32:32768:1,8:32768:1
 Q=32:131072:8,32:32768:8,128:51200:8,8:204800:8
 for rep in 1 2; do sw lazy$rep $C; asw eager$rep $C; done

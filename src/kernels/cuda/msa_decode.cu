@@ -904,9 +904,6 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
 }
-#ifndef MSA_ATTN_LAZY
-#define MSA_ATTN_LAZY 8  // attend_slice's lazy rescaling threshold (log2 units); 0 = rescale whenever the max grows
-#endif
 // One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
 // scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
 // load. O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd), (r+8, 32c+nd), (r+8, 32c+16+nd).
@@ -929,12 +926,7 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
     for (int e = 0; e < 2; ++e) {
         mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 1));
         mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], 2));
-        // Lazy rescaling (MSA_ATTN_LAZY, in log2 units of the probabilities): the running max moves only when the
-        // slice's max exceeds it by more than that, so O and l are rescaled rarely instead of in most slices (session
-        // 18: 7 of 8 slices with 8 queries at 32 x 128K). Probabilities up to 2^MSA_ATTN_LAZY are exact enough in FP16
-        // (P, same relative rounding) and far from overflow in FP32 (l, O); O / l and the LSE m + log2 l use one m.
-        // The first slice always sets m (m = -inf). mx is finite: the slice has a visible token.
-        const float mn = (mx[e] - m[e]) * kLog2eOverSqrtD > static_cast<float>(MSA_ATTN_LAZY) ? mx[e] : m[e];
+        const float mn = fmaxf(m[e], mx[e]);  // finite: the slice has a visible token
         alpha[e] = exp2f((m[e] - mn) * kLog2eOverSqrtD);
         m[e] = mn;
         neg[e] = -mn * kLog2eOverSqrtD;
@@ -949,7 +941,9 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
         }
     l[0] = l[0] * alpha[0] + sum[0];
     l[1] = l[1] * alpha[1] + sum[1];
-    // Rescale O only when some row's running max moved after it held data (alpha < 1 on a non-empty O).
+    // Rescale O only when some row's running max moved after it held data (alpha < 1 on a non-empty O). With 8
+    // queries that is 7 of 8 slices; a lazy max (moved only when exceeded by 2^8) skipped almost all rescales and was
+    // no faster (session 18, run 2: docs/cuda-notes.md section 23).
     if (__any_sync(0xffffffffu, (alpha[0] != 1.f && mold[0] != -CUDART_INF_F) ||
                                     (alpha[1] != 1.f && mold[1] != -CUDART_INF_F))) {
 #pragma unroll
