@@ -43,11 +43,12 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # one-query cases, in alternation, twice; then the 8-query cases with a persistent indexer of 2 or 3 CTAs per SM (the
 # early-launched attention CTAs share the SMs with it), in request-major or grid order. (The MSA_ATTN_LAZY switch was
 # removed after this run: no faster.)
-C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,8:204800:8,32:131072:1,64:65536:1,32:32768:1,8:32768:1
-Q=32:131072:8,32:32768:8,128:51200:8,8:204800:8
-for rep in 1 2; do sw lazy$rep $C; asw eager$rep $C; done
-sw pers264rm $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=264 MSA_ATTN_ORDER=2; sw pers264 $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=264
-sw pers396rm $Q MSA_IDX_PERSIST=2 MSA_IDX_CTAS=396 MSA_ATTN_ORDER=2; sw persautorm $Q MSA_IDX_PERSIST=2 MSA_ATTN_ORDER=2
+# Run 4: the 8-query indexer's block maxima by a transposed butterfly, one store per lane (new), against run 3's kernels
+# (alt: ALT_REV=cb82099), in alternation, twice; then plan options on the new kernels: 2 and 4 attention splits for 8
+# queries, 12 index items per warp, the attention CTAs in request-major order.
+C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,8:204800:8,64:204800:8,1:32768:8
+for rep in 1 2; do sw new$rep $C; asw old$rep $C; done
+sw split2 $C MSA_SPLITS=2; sw split4 $C MSA_SPLITS=4; sw ppw12 $C MSA_IDX_PPW=12; sw reqmajor $C MSA_ATTN_ORDER=2
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

@@ -588,6 +588,27 @@ __device__ __forceinline__ void wq8_query_columns(const std::uint8_t* iq_req, in
         }
     fence_proxy_async_smem();
 }
+// The block maxima of an m64n32 item (lane (r, c) holds mx[nt][e], the maximum over its key rows of column 8 nt + 2 c +
+// e) reduced over the 8 lanes of each c by a transposed butterfly: each step halves the values a lane holds (it keeps
+// one half and sends the other), so after the xor-16, -8 and -4 steps lane (r, c) holds the full maximum of value r,
+// i.e. of column 8 (r >> 1) + 2 c + (r & 1), and every lane stores one score: 7 shuffles, 7 maxima and 14 selects
+// where a shuffle of all 8 values per step took 24 and 24, and 32 stores by 4 lanes (session 18). Same maxima.
+__device__ __forceinline__ void store_block_maxima_t(const IdxParams& p, int s, int item, int lane, bool live,
+                                                     const float (&mx)[4][2]) {
+    const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0, b2 = (lane & 4) != 0;
+    float w[4], x[2];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // value k + 4 b4 (value index v = 2 nt + e)
+        const float lo = mx[k >> 1][k & 1], hi = mx[(k + 4) >> 1][k & 1];
+        w[k] = fmaxf(b4 ? hi : lo, __shfl_xor_sync(0xffffffffu, b4 ? lo : hi, 16));
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k)  // value k + 2 b3 + 4 b4
+        x[k] = fmaxf(b3 ? w[k + 2] : w[k], __shfl_xor_sync(0xffffffffu, b3 ? w[k] : w[k + 2], 8));
+    const float y = fmaxf(b2 ? x[1] : x[0], __shfl_xor_sync(0xffffffffu, b2 ? x[0] : x[1], 4));  // value r
+    const int r = lane >> 2, col = 8 * (r >> 1) + 2 * (lane & 3) + (r & 1);
+    if (live && col < p.rows) *score_slot(p, s, col, item) = y;
+}
 // Keeps the compiler from reusing the registers of an A fragment before the wgmmas that read it have completed.
 __device__ __forceinline__ void wgmma_keep_a(std::uint32_t (&a)[8][4]) {
 #pragma unroll
@@ -676,13 +697,7 @@ __device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char*
             fold(d);
         }
 #endif
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-#pragma unroll
-                for (int o = 4; o < 32; o <<= 1) mx[nt][e] = fmaxf(mx[nt][e], __shfl_xor_sync(0xffffffffu, mx[nt][e], o));
-        if (live) store_block_maxima<4>(p, s, it, lane, 0, mx);
+        store_block_maxima_t(p, s, it, lane, live, mx);
     });
 }
 
