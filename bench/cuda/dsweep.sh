@@ -46,9 +46,14 @@ asw() {  # the same with the alt build (decode kernels compiled with $BIN/alt_fl
 # Run 4: the 8-query indexer's block maxima by a transposed butterfly, one store per lane (new), against run 3's kernels
 # (alt: ALT_REV=cb82099), in alternation, twice; then plan options on the new kernels: 2 and 4 attention splits for 8
 # queries, 12 index items per warp, the attention CTAs in request-major order.
+# Run 6: the lean 4-warp attention (4 CTAs per SM: 128 registers, Q fragments in shared memory, two per-warp stages;
+# auto for several queries) against run 4's kernels (alt: ALT_REV=ee41b47), twice in alternation; the new code with it
+# off (MSA_ATTN_LEAN=1) and, for one query, on (=2).
 C=32:131072:8,32:32768:8,8:32768:8,128:51200:8,8:204800:8,64:204800:8,1:32768:8
+C1=32:131072:1,64:65536:1,32:32768:1,8:32768:1,128:8192:1
 for rep in 1 2; do sw new$rep $C; asw old$rep $C; done
-sw split2 $C MSA_SPLITS=2; sw split4 $C MSA_SPLITS=4; sw ppw12 $C MSA_IDX_PPW=12; sw reqmajor $C MSA_ATTN_ORDER=2
+sw leanoff $C MSA_ATTN_LEAN=1
+for rep in 1 2; do sw q1auto$rep $C1; sw q1lean$rep $C1 MSA_ATTN_LEAN=2; done; asw q1old $C1
 SUM="$(dirname "$0")/summarize_sweep.py"; [ -f "$SUM" ] || SUM=bench/cuda/summarize_sweep.py
 python3 "$SUM" "$R/dsweep.jsonl" "$R/bench.json" > "$R/dsweep.md" 2>&1
 cat "$R/dsweep.md"

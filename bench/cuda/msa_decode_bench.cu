@@ -9,7 +9,7 @@
 // instead of the grid wait, MSA_WARP_PIPE (0 auto, 1 off, 2 on) the per-warp page pipeline,
 // MSA_IDX_PDL=1 no PDL on the indexer launch, MSA_ATTN_WARPS=4/8 the attention CTA size, MSA_ATTN_TOPK (1 in the
 // indexer, 2 in the attention CTAs) where the top-k runs, MSA_IDX_TRIGGER (1 after its scores, 2 after its wait) the
-// indexer's dependent launch, MSA_ATTN_ORDER=2 request-major attention CTAs; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
+// indexer's dependent launch, MSA_ATTN_ORDER=2 request-major attention CTAs, MSA_ATTN_LEAN (1 off, 2 on) the lean 4-warp attention; MSA_TAG labels the output. "case" runs one case with 1 warm-up and 2 timed replays (for profilers).
 #include "kernels/cuda/msa_decode.h"
 
 #include <algorithm>
@@ -56,6 +56,7 @@ static MsaDecodeOptions env_options() {
     o.attn_topk = num("MSA_ATTN_TOPK");
     o.idx_trigger = num("MSA_IDX_TRIGGER");
     o.attn_order = num("MSA_ATTN_ORDER");
+    o.attn_lean = num("MSA_ATTN_LEAN");
     return o;
 }
 static int g_warm = 5, g_reps = 20;
@@ -166,11 +167,11 @@ static void run(const char* suite, int B, int L, int q_len, double bw, bool& fir
     const double floor_b = double(B) * L * 72 + double(B) * 4 * 2048 * 2 * 72;
     std::printf("%s{\"suite\":\"%s\",\"batch\":%d,\"L\":%d,\"q_len\":%d,\"us\":%.2f,\"cv\":%.4f,\"rot\":%d,"
                 "\"floor_bytes\":%.0f,\"floor_us\":%.3f,\"eff_bw_TBs\":%.3f,\"frac_copy_bw\":%.3f,\"attn_splits\":%d,"
-                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"attn_warps\":%d,\"warp_pipe\":%d,\"idx_grid\":%d,\"tag\":\"%s\"",
+                "\"idx_items_per_cta\":%d,\"idx_parts\":%d,\"attn_cluster\":%d,\"prefetch\":%d,\"pdl\":%d,\"ready\":%d,\"attn_warps\":%d,\"attn_lean\":%d,\"warp_pipe\":%d,\"idx_grid\":%d,\"tag\":\"%s\"",
                 first ? "" : ",", suite, B, L, q_len, med, std::sqrt(var) / mean, R, floor_b, floor_b / bw * 1e6,
                 floor_b / (med * 1e-6) / 1e12, floor_b / (med * 1e-6) / bw, plan.attn_splits, plan.idx_items_per_cta, plan.idx_parts,
                 int(plan.attn_cluster), int(plan.prefetch), int(plan.opt.pdl), int(plan.attn_ready), plan.attn_warps,
-                int(plan.attn_warp_pipe),
+                int(plan.attn_lean), int(plan.attn_warp_pipe),
                 plan.idx_persistent ? plan.idx_grid : -plan.idx_chunks * B, std::getenv("MSA_TAG") ? std::getenv("MSA_TAG") : "");
     if (g_trace) print_trace(trace, 120);
     std::printf("}\n");

@@ -888,6 +888,11 @@ constexpr int kAttnStage = 2 * kPageHeadBytes;  // K page + V page
 // Per-warp pipeline: a warp's 32-token K and V slices (rows + scales) per stage, kWarpStages stages per warp.
 constexpr int kSlice = 32 * 72, kWarpStage = 2 * kSlice, kWarpStages = 3;
 constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStages * kWarpStage;  // 36 KB, 54 KB
+// The lean 4-warp attention (attn_kernel<*, true>: 4 CTAs per SM, at most 128 registers and 56 KB): two per-warp stages
+// (or the CTA-wide pipeline's two pages, the same 36 KB), then the Q fragments in shared memory (4 KB) instead of 32
+// registers per thread.
+constexpr int kLeanQOff = kWarps * 2 * kWarpStage, kAttnSmemLean = kLeanQOff + 4096;
+static_assert(kLeanQOff == kAttnSmemCta, "the lean Q fragments follow either pipeline's buffers");
 
 // S = Q K^T of one warp's NTOK-token slice [tb, tb+NTOK) of a page image (K at kb: rows x 64 bytes, then the scales
 // at sc_off): sa[n-tile][e] = (head r + 8 (e >> 1), token tb + 8 n-tile + 2c + (e & 1)), tokens past lim set to -inf.
@@ -919,16 +924,54 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
                 if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
     }
 }
+// The same scores with the Q fragments in shared memory (lean attention): qs[(chunk * 2 + k-step) * 32 + lane] holds
+// this lane's qf[chunk][k-step]. Chunk-outer so that only one chunk's fragments (8 registers) are live, the key scales
+// of the slice's n-tiles taken first; each n-tile accumulates the same MMAs in the same order as above (same bits).
+template <int NTOK>
+__device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, int lim, int lane, const Mul& mul,
+                                             const uint4* qs, int sc_off, float (&sa)[NTOK / 8][4]) {
+    const int r = lane >> 2, c = lane & 3;
+    const unsigned char* krow = kb + (tb + r) * 64 + 4 * c;
+    const unsigned char* kscl = kb + sc_off + (tb + r) * 8;
+    std::uint32_t ks[NTOK / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < NTOK / 8; ++nt) {
+        sa[nt][0] = sa[nt][1] = sa[nt][2] = sa[nt][3] = 0.f;
+        key_scales(kscl + nt * 64, c, ks[nt]);
+    }
+#pragma unroll
+    for (int gp = 0; gp < 4; ++gp) {
+        const uint4 u0 = qs[(gp * 2) * 32 + lane], u1 = qs[(gp * 2 + 1) * 32 + lane];
+        const std::uint32_t q0[4] = {u0.x, u0.y, u0.z, u0.w}, q1[4] = {u1.x, u1.y, u1.z, u1.w};
+#pragma unroll
+        for (int nt = 0; nt < NTOK / 8; ++nt) {
+            std::uint32_t kk[4];
+            fp4x8(lds32(krow + nt * 512 + (((gp ^ (r >> 1)) & 3) << 4)), mul, kk);
+            mma16816(sa[nt], q0, hmul2(kk[0], ks[nt][gp]), hmul2(kk[1], ks[nt][gp]));
+            mma16816(sa[nt], q1, hmul2(kk[2], ks[nt][gp]), hmul2(kk[3], ks[nt][gp]));
+        }
+    }
+    if (tb + NTOK - 1 > lim) {
+#pragma unroll
+        for (int nt = 0; nt < NTOK / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
+    }
+}
 // One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
 // scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
 // load. O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd), (r+8, 32c+nd), (r+8, 32c+16+nd).
-template <int NTOK, class BeforeV>
+// Q: the register fragments qf[chunk][k-step][4] or (lean) a pointer to them in shared memory; the lean form also
+// decodes V one 4-dim group at a time (8 B-fragment registers live instead of 32; the same MMAs in the same order).
+template <int NTOK, class Q, class BeforeV>
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
-                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], float (&o)[16][4],
-                                             float (&m)[2], float (&l)[2], int sc_off, BeforeV&& before_v) {
+                                             const Mul& mul, const Q& q, float (&o)[16][4], float (&m)[2], float (&l)[2],
+                                             int sc_off, BeforeV&& before_v) {
+    constexpr bool kLean = std::is_pointer_v<Q>;
     const int r = lane >> 2, c = lane & 3;
     float sa[NTOK / 8][4];
-    slice_scores<NTOK>(kb, tb, lim, lane, mul, qf, sc_off, sa);
+    slice_scores<NTOK>(kb, tb, lim, lane, mul, q, sc_off, sa);
     float mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
     for (int nt = 0; nt < NTOK / 8; ++nt) {
@@ -978,30 +1021,52 @@ __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsi
         const std::uint32_t a[4] = {pack_h2(sa[2 * ks][0], sa[2 * ks][1]), pack_h2(sa[2 * ks][2], sa[2 * ks][3]),
                                     pack_h2(sa[2 * ks + 1][0], sa[2 * ks + 1][1]),
                                     pack_h2(sa[2 * ks + 1][2], sa[2 * ks + 1][3])};
-        std::uint32_t vf[2][16];
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
+        // Half hh of the k-step (tokens tp, tp + 1 with tp = tb + 16 ks + 8 hh + 2c): the lane's V words z[4] (z[k]:
+        // dims 4k + i of both tokens) and their scales sv.
+        auto v_half = [&](int hh, std::uint32_t (&z)[4], std::uint32_t& sv) {
             const int tp = tb + ks * 16 + hh * 8 + 2 * c;
             // rows t1 = tp + (c & 1), t2 = tp + 1 - (c & 1): both have swizzle (t >> 1) & 3 == c
             const unsigned char* vrow = vb + tp * 64 + ((((r >> 1) ^ c) & 3) << 4) + 8 * (r & 1);
             const uint2 x1 = lds64(vrow + (c & 1) * 64), x2 = lds64(vrow + (1 - (c & 1)) * 64);
             const std::uint32_t sb = vb[sc_off + tp * 8 + r] | (vb[sc_off + (tp + 1) * 8 + r] << 8);
-            std::uint32_t sv = hmul2(e4m3x2_to_h2(sb), kH2x128);
+            sv = hmul2(e4m3x2_to_h2(sb), kH2x128);
             // Rows past the query position may hold stale bytes (even NaN scales): zero their V so 0 * V stays 0.
             if (tp > lim) sv &= 0xFFFF0000u;
             if (tp + 1 > lim) sv &= 0x0000FFFFu;
-            const std::uint32_t z[4] = {prmt(x1.x, x2.x, selA), prmt(x1.x, x2.x, selB), prmt(x1.y, x2.y, selA),
-                                        prmt(x1.y, x2.y, selB)};
+            z[0] = prmt(x1.x, x2.x, selA);
+            z[1] = prmt(x1.x, x2.x, selB);
+            z[2] = prmt(x1.y, x2.y, selA);
+            z[3] = prmt(x1.y, x2.y, selB);
+        };
+        if constexpr (kLean) {
+            std::uint32_t z0[4], z1[4], sv0, sv1;
+            v_half(0, z0, sv0);
+            v_half(1, z1, sv1);
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                std::uint32_t vv[4];
-                fp4x8(z[k], mul, vv);  // dims 4k + i of tokens (tp, tp + 1)
+                std::uint32_t v0[4], v1[4];
+                fp4x8(z0[k], mul, v0);
+                fp4x8(z1[k], mul, v1);
 #pragma unroll
-                for (int i = 0; i < 4; ++i) vf[hh][4 * k + i] = hmul2(vv[i], sv);
+                for (int i = 0; i < 4; ++i) mma16816(o[4 * k + i], a, hmul2(v0[i], sv0), hmul2(v1[i], sv1));
             }
-        }
+        } else {
+            std::uint32_t vf[2][16];
 #pragma unroll
-        for (int nd = 0; nd < 16; ++nd) mma16816(o[nd], a, vf[0][nd], vf[1][nd]);
+            for (int hh = 0; hh < 2; ++hh) {
+                std::uint32_t z[4], sv;
+                v_half(hh, z, sv);
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    std::uint32_t vv[4];
+                    fp4x8(z[k], mul, vv);  // dims 4k + i of tokens (tp, tp + 1)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) vf[hh][4 * k + i] = hmul2(vv[i], sv);
+                }
+            }
+#pragma unroll
+            for (int nd = 0; nd < 16; ++nd) mma16816(o[nd], a, vf[0][nd], vf[1][nd]);
+        }
     }
 }
 
@@ -1121,8 +1186,10 @@ __device__ __forceinline__ float split_weight(float x) {
     return (den > 0.f && x != -CUDART_INF_F) ? (kFast ? __fdividef(e, den) : e / den) : 0.f;
 }
 
-template <bool kCluster>
-__global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
+// kLean: 4 CTAs per SM (MsaDecodeOptions::attn_lean): at most 128 registers (the Q fragments in shared memory, V decoded
+// one 4-dim group at a time) and 40 KB of shared memory (two per-warp stages instead of three). Same results bit for bit.
+template <bool kCluster, bool kLean = false>
+__global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
     extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
     __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
@@ -1139,6 +1206,20 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
     const AttnUnit au = attn_prologue(p, bq, h, s, qi, lane, qf);
     const int pos = au.pos;
     const std::size_t unit = au.unit;
+    uint4* qsm = reinterpret_cast<uint4*>(sm + kLeanQOff);  // lean: the Q fragments, published by the barrier below
+    if constexpr (kLean) {
+        if (warp == 0)
+#pragma unroll
+            for (int gp = 0; gp < 4; ++gp)
+#pragma unroll
+                for (int j = 0; j < 2; ++j)
+                    qsm[(gp * 2 + j) * 32 + lane] = make_uint4(qf[gp][j][0], qf[gp][j][1], qf[gp][j][2], qf[gp][j][3]);
+    }
+    // The Q operand of attend_slice: registers, or (lean) shared memory.
+    auto qsrc = [&]() -> const auto& {
+        if constexpr (kLean) return static_cast<const uint4* const&>(qsm);
+        else return qf;
+    };
     if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
@@ -1157,7 +1238,8 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
         // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
         // three-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, the V load overlaps S,
         // and two pages are in flight while one is computed.
-        unsigned char* wst = sm + warp * kWarpStages * kWarpStage;
+        constexpr int kStages = kLean ? 2 : kWarpStages;
+        unsigned char* wst = sm + warp * kStages * kWarpStage;
         auto copy_slice = [&](unsigned char* dst, int page) {
             const std::size_t rec = (static_cast<std::size_t>(page) * p.nkv + h) * kPageHeadBytes;
             copy_rows_async(dst, p.k_cache + rec, warp * 32, 32, lane, 32);
@@ -1165,8 +1247,7 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
             copy_rows_async(dst + kSlice, p.v_cache + rec, warp * 32, 32, lane, 32);
             cp_async_commit();
         };
-        static_assert(kWarpStages == 3, "the cp.async wait counts below assume three stages");
-        for (int j = 0; j < kWarpStages - 1; ++j) {
+        for (int j = 0; j < kStages - 1; ++j) {
             if (j < n) {
                 copy_slice(wst + j * kWarpStage, s_pg[j]);
             } else {
@@ -1175,20 +1256,20 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
             }
         }
         for (int i = 0; i < n; ++i) {
-            const int nxt = i + kWarpStages - 1;
+            const int nxt = i + kStages - 1;
             if (nxt < n) {
-                copy_slice(wst + (nxt % kWarpStages) * kWarpStage, s_pg[nxt]);
+                copy_slice(wst + (nxt % kStages) * kWarpStage, s_pg[nxt]);
             } else {
                 cp_async_commit();
                 cp_async_commit();
             }
-            cp_async_wait<5>();  // this page's K slice (pending: its V, then K and V of the next two pages)
+            cp_async_wait<2 * kStages - 1>();  // this page's K slice (pending: its V, then K and V of the next pages)
             __syncwarp();
-            const unsigned char* kb = wst + (i % kWarpStages) * kWarpStage;
+            const unsigned char* kb = wst + (i % kStages) * kWarpStage;
             const int lim = pos - s_blk[i] * kBlock - warp * 32;  // slice tokens t <= lim are visible
             if (lim >= 0)
-                attend_slice<32>(kb, kb + kSlice, 0, lim, lane, p.mul, qf, o, m, l, 32 * 64, [] {
-                    cp_async_wait<4>();
+                attend_slice<32>(kb, kb + kSlice, 0, lim, lane, p.mul, qsrc(), o, m, l, 32 * 64, [] {
+                    cp_async_wait<2 * kStages - 2>();
                     __syncwarp();
                 });
             __syncwarp();  // the stage is refilled by the next iteration's copy
@@ -1206,7 +1287,7 @@ __global__ void __launch_bounds__(kWarps * 32, MSA_ATTN_MIN_CTAS) attn_kernel(co
             const unsigned char* kb = sm + (i & 1) * kAttnStage;
             const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
             if (warp * kTok <= lim)
-                attend_slice<kTok>(kb, kb + kPageHeadBytes, warp * kTok, lim, lane, p.mul, qf, o, m, l, kBlock * 64,
+                attend_slice<kTok>(kb, kb + kPageHeadBytes, warp * kTok, lim, lane, p.mul, qsrc(), o, m, l, kBlock * 64,
                                    [] {});
             __syncthreads();
         }
@@ -1650,12 +1731,13 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
 }
 
 using AttnKernel = void (*)(AttnParams);
-AttnKernel attn_kernel_for(bool cluster, int warps) {
+AttnKernel attn_kernel_for(bool cluster, int warps, bool lean) {
     if (warps == 8) return cluster ? attn8_kernel<true> : attn8_kernel<false>;
+    if (lean && !cluster) return attn_kernel<false, true>;
     return cluster ? attn_kernel<true> : attn_kernel<false>;
 }
 std::size_t attn_smem(const MsaDecodePlan& p) {
-    return p.attn_warps == 8 ? kAttnSmem8 : p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
+    return p.attn_warps == 8 ? kAttnSmem8 : p.attn_lean ? kAttnSmemLean : p.attn_warp_pipe ? kAttnSmemWarp : kAttnSmemCta;
 }
 
 constexpr std::size_t kIdxSmemMax = kWarps * 2 * kPageHeadBytes + 8 * 256 * sizeof(uint2);  // parts = 1, q16
@@ -1782,13 +1864,15 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
                                  reinterpret_cast<const void*>(attn8_kernel<false>),
                                  reinterpret_cast<const void*>(attn8_kernel<true>),
                                  reinterpret_cast<const void*>(index_topk_kernel<1, true>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<4, false, true>)};
-        for (int i = 0; i < 9; ++i) {
+                                 reinterpret_cast<const void*>(index_topk_kernel<4, false, true>),
+                                 reinterpret_cast<const void*>(attn_kernel<false, true>)};
+        for (int i = 0; i < 10; ++i) {
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(i < 3 || i == 8 ? kIdxSmemMax
                                                                 : i == 7        ? kIdxSmemFp8Max
-                                                                : i < 5  ? kAttnSmemWarp
-                                                                         : kAttnSmem8)));
+                                                                : i == 9        ? kAttnSmemLean
+                                                                : i < 5         ? kAttnSmemWarp
+                                                                                : kAttnSmem8)));
             detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
@@ -1840,7 +1924,7 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
         cfg.attrs = attr;
         cfg.numAttrs = 1;
         int clusters = 0;
-        p.attn_cluster = cudaOccupancyMaxActiveClusters(&clusters, attn_kernel_for(true, p.attn_warps), &cfg) ==
+        p.attn_cluster = cudaOccupancyMaxActiveClusters(&clusters, attn_kernel_for(true, p.attn_warps, false), &cfg) ==
                              cudaSuccess &&
                          clusters > 0;
         (void)cudaGetLastError();  // a refused query leaves no sticky error behind
@@ -1857,6 +1941,9 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_early_trigger =
         opt.idx_trigger == 2 || (opt.idx_trigger == 0 && (!p.attn_cluster || p.attn_warps == 8));
     p.attn_req_major = !p.attn_cluster && opt.attn_order == 2;
+    // The lean 4-warp attention (4 CTAs per SM) where asked, or (auto) for several queries per request.
+    p.attn_lean = opt.attention == MsaImpl::kMma && p.attn_warps == 4 && !p.attn_cluster &&
+                  (opt.attn_lean == 2 || (opt.attn_lean == 0 && q_len > 1));
     return p;
 }
 
@@ -1940,7 +2027,7 @@ void msa_decode(const MsaDecodePlan& p, const MsaDecodeArgs& a, cudaStream_t str
     }
     cfg.attrs = attr;
     cfg.numAttrs = na;
-    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel_for(p.attn_cluster, p.attn_warps), ap));
+    detail::check(cudaLaunchKernelEx(&cfg, attn_kernel_for(p.attn_cluster, p.attn_warps, p.attn_lean), ap));
 }
 
 }  // namespace msa::cuda

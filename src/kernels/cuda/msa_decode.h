@@ -106,6 +106,10 @@ struct MsaDecodeOptions {
     // Attention CTA order: 2 = request-major (splits, then kv heads, then queries along the linear block id) unless
     // the splits form clusters; 0/1 = grid order (queries fastest; session 13: request-major was 2-9 us slower).
     int attn_order = 0;
+    // The lean 4-warp attention without the cluster merge: 4 CTAs per SM instead of 3 (at most 128 registers: the Q
+    // fragments in shared memory; 40 KB: two per-warp pipeline stages instead of three), the same results bit for bit.
+    // 0 = for several queries per request, 1 = off, 2 = wherever it applies.
+    int attn_lean = 0;
 };
 
 // Decode plan: built on the host outside graph capture; fixes every grid so the launches are capturable.
@@ -135,6 +139,7 @@ struct MsaDecodePlan {
     bool attn_topk = false;     // the attention CTAs run the top-k (MsaDecodeOptions::attn_topk)
     bool idx_early_trigger = false;  // MsaDecodeOptions::idx_trigger
     bool attn_req_major = false;     // MsaDecodeOptions::attn_order
+    bool attn_lean = false;          // MsaDecodeOptions::attn_lean
     // Workspace (device) offsets into the caller's buffer of total_bytes; call init_decode_workspace once after
     // allocating it (it zeroes the arrival counters, which every call leaves at zero again).
     std::size_t scores_off = 0, sel_pages_off = 0, partial_o_off = 0, partial_lse_off = 0, counters_off = 0;
