@@ -1216,8 +1216,9 @@ __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) at
                     qsm[(gp * 2 + j) * 32 + lane] = make_uint4(qf[gp][j][0], qf[gp][j][1], qf[gp][j][2], qf[gp][j][3]);
     }
     // The Q operand of attend_slice: registers, or (lean) shared memory.
+    const uint4* const qsm_c = qsm;
     auto qsrc = [&]() -> const auto& {
-        if constexpr (kLean) return static_cast<const uint4* const&>(qsm);
+        if constexpr (kLean) return qsm_c;
         else return qf;
     };
     if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
