@@ -962,16 +962,19 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
 // One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
 // scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
 // load. O accumulators o[dim n-tile][4] hold (head r, dim 32c+nd), (r, 32c+16+nd), (r+8, 32c+nd), (r+8, 32c+16+nd).
-// Q: the register fragments qf[chunk][k-step][4] or (lean) a pointer to them in shared memory; the lean form also
-// decodes V one 4-dim group at a time (8 B-fragment registers live instead of 32; the same MMAs in the same order).
-template <int NTOK, class Q, class BeforeV>
+// The Q fragments come from the registers qf or (kLean) from shared memory at qs; the lean form also decodes V one
+// 4-dim group at a time (8 B-fragment registers live instead of 32; the same MMAs in the same order).
+template <int NTOK, bool kLean, class BeforeV>
 __device__ __forceinline__ void attend_slice(const unsigned char* kb, const unsigned char* vb, int tb, int lim, int lane,
-                                             const Mul& mul, const Q& q, float (&o)[16][4], float (&m)[2], float (&l)[2],
-                                             int sc_off, BeforeV&& before_v) {
-    constexpr bool kLean = std::is_pointer_v<Q>;
+                                             const Mul& mul, const std::uint32_t (&qf)[4][2][4], const uint4* qs,
+                                             float (&o)[16][4], float (&m)[2], float (&l)[2], int sc_off,
+                                             BeforeV&& before_v) {
     const int r = lane >> 2, c = lane & 3;
     float sa[NTOK / 8][4];
-    slice_scores<NTOK>(kb, tb, lim, lane, mul, q, sc_off, sa);
+    if constexpr (kLean)
+        slice_scores<NTOK>(kb, tb, lim, lane, mul, qs, sc_off, sa);
+    else
+        slice_scores<NTOK>(kb, tb, lim, lane, mul, qf, sc_off, sa);
     float mx[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
     for (int nt = 0; nt < NTOK / 8; ++nt) {
@@ -1215,12 +1218,6 @@ __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) at
                 for (int j = 0; j < 2; ++j)
                     qsm[(gp * 2 + j) * 32 + lane] = make_uint4(qf[gp][j][0], qf[gp][j][1], qf[gp][j][2], qf[gp][j][3]);
     }
-    // The Q operand of attend_slice: registers, or (lean) shared memory.
-    const uint4* const qsm_c = qsm;
-    auto qsrc = [&]() -> const auto& {
-        if constexpr (kLean) return qsm_c;
-        else return qf;
-    };
     if (warp == 0) select_split_pages(p, s, pos, unit, split, lane, s_blk, s_pg, s_n);
     __syncthreads();
     trace_event(p.trace, kTrAttnPages);
@@ -1269,7 +1266,7 @@ __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) at
             const unsigned char* kb = wst + (i % kStages) * kWarpStage;
             const int lim = pos - s_blk[i] * kBlock - warp * 32;  // slice tokens t <= lim are visible
             if (lim >= 0)
-                attend_slice<32>(kb, kb + kSlice, 0, lim, lane, p.mul, qsrc(), o, m, l, 32 * 64, [] {
+                attend_slice<32, kLean>(kb, kb + kSlice, 0, lim, lane, p.mul, qf, qsm, o, m, l, 32 * 64, [] {
                     cp_async_wait<2 * kStages - 2>();
                     __syncwarp();
                 });
@@ -1288,7 +1285,8 @@ __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) at
             const unsigned char* kb = sm + (i & 1) * kAttnStage;
             const int lim = pos - s_blk[i] * kBlock;  // tokens t <= lim of the page are visible
             if (warp * kTok <= lim)
-                attend_slice<kTok>(kb, kb + kPageHeadBytes, warp * kTok, lim, lane, p.mul, qsrc(), o, m, l, kBlock * 64,
+                attend_slice<kTok, kLean>(kb, kb + kPageHeadBytes, warp * kTok, lim, lane, p.mul, qf, qsm, o, m, l,
+                                          kBlock * 64,
                                    [] {});
             __syncthreads();
         }
