@@ -1940,9 +1940,13 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     p.idx_early_trigger =
         opt.idx_trigger == 2 || (opt.idx_trigger == 0 && (!p.attn_cluster || p.attn_warps == 8));
     p.attn_req_major = !p.attn_cluster && opt.attn_order == 2;
-    // The lean 4-warp attention (4 CTAs per SM) where asked, or (auto) for several queries per request.
+    // The lean 4-warp attention (4 CTAs per SM) where asked, or (auto) where each CTA streams 16 pages (one split). Session
+    // 18, run 6, us, 3 -> 4 CTAs per SM: one split: 8 queries at 32 x 128K 253.4 -> 247.0, 32 x 32K 165.5 -> 161.5, 64 x
+    // 200K 625.8 -> 616.7, 128 x 50K 654.3 -> 653.2, one query at 128 x 8K 101.1 -> 90.2; 3-4 splits (4-6 pages per CTA,
+    // where its two pipeline stages instead of three leave more of each page's latency exposed): 8 queries at 8 x 32K
+    // 64.6 -> 68.4 and 8 x 200K 107.9 -> 111.3, one query at 32 x 32K 54.3 -> 57.8 and 32 x 128K 100.8 -> 103.6.
     p.attn_lean = opt.attention == MsaImpl::kMma && p.attn_warps == 4 && !p.attn_cluster &&
-                  (opt.attn_lean == 2 || (opt.attn_lean == 0 && q_len > 1));
+                  (opt.attn_lean == 2 || (opt.attn_lean == 0 && p.attn_pages_per_split >= 16));
     return p;
 }
 
