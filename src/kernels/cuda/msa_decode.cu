@@ -894,6 +894,17 @@ constexpr int kAttnSmemCta = 2 * kAttnStage, kAttnSmemWarp = kWarps * kWarpStage
 constexpr int kLeanQOff = kWarps * 2 * kWarpStage, kAttnSmemLean = kLeanQOff + 4096;
 static_assert(kLeanQOff == kAttnSmemCta, "the lean Q fragments follow either pipeline's buffers");
 
+// Scores of slice tokens past lim (not visible to the query) to -inf; lane column pair c.
+template <int NTOK>
+__device__ __forceinline__ void mask_past_lim(int tb, int lim, int c, float (&sa)[NTOK / 8][4]) {
+    if (tb + NTOK - 1 > lim) {
+#pragma unroll
+        for (int nt = 0; nt < NTOK / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
+    }
+}
 // S = Q K^T of one warp's NTOK-token slice [tb, tb+NTOK) of a page image (K at kb: rows x 64 bytes, then the scales
 // at sc_off): sa[n-tile][e] = (head r + 8 (e >> 1), token tb + 8 n-tile + 2c + (e & 1)), tokens past lim set to -inf.
 // Q fragments qf[chunk][k-step][4].
@@ -916,13 +927,7 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
             mma16816(sa[nt], qf[gp][1], hmul2(kk[2], ks[gp]), hmul2(kk[3], ks[gp]));
         }
     }
-    if (tb + NTOK - 1 > lim) {
-#pragma unroll
-        for (int nt = 0; nt < NTOK / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
-    }
+    mask_past_lim<NTOK>(tb, lim, c, sa);
 }
 // The same scores with the Q fragments in shared memory (lean attention): qs[(chunk * 2 + k-step) * 32 + lane] holds
 // this lane's qf[chunk][k-step]. Chunk-outer so that only one chunk's fragments (8 registers) are live, the key scales
@@ -951,13 +956,7 @@ __device__ __forceinline__ void slice_scores(const unsigned char* kb, int tb, in
             mma16816(sa[nt], q1, hmul2(kk[2], ks[nt][gp]), hmul2(kk[3], ks[nt][gp]));
         }
     }
-    if (tb + NTOK - 1 > lim) {
-#pragma unroll
-        for (int nt = 0; nt < NTOK / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                if (tb + nt * 8 + 2 * c + (e & 1) > lim) sa[nt][e] = -CUDART_INF_F;
-    }
+    mask_past_lim<NTOK>(tb, lim, c, sa);
 }
 // One warp's NTOK-token slice (NTOK 32 or 16) of a page image (K at kb, V at vb, each rows x 64 bytes then the
 // scales at sc_off): S = Q K^T (16 heads x NTOK tokens), online softmax, O += P V; before_v() runs before the first V
