@@ -5,10 +5,11 @@
 // and the mma.sync 8-query indexer in the first; the workspace split merge without L2 prefetch, with the indexer's
 // late dependent launch, which must equal the first variant bit for bit; the cluster (DSMEM) split merge with 6
 // splits, ready flags instead of the grid wait and a persistent indexer of 7 CTAs; a persistent indexer of one wave
-// with request-major attention CTAs (third variant); the SIMT reference; half index pages with the early dependent
-// launch wherever the plan picks it; 8-warp attention CTAs with one split; the defaults), each twice (the second call must match the first bit for bit:
-// counters reset, no race),
-// with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th history score
+// with request-major attention CTAs and the lean attention (third variant); the SIMT reference; half index pages and
+// the lean attention with the CTA-wide page pipeline, with the early dependent launch wherever the plan picks it; 8-warp
+// attention CTAs with one split; the defaults), each twice (the second call must match the first bit for bit: counters
+// reset, no race), with poisoned outputs. Tolerances: top-k picks within 1.5 quantisation steps of the true k-th
+// history score
 // (msa.md section 3), outputs within 2e-3 + 2e-3 |o| of the double-precision exact-dequantisation oracle (the
 // tensor-core path rounds P to FP16: observed max error 4.9e-4). --small: the two cases compute-sanitizer runs.
 #include "formats/scalar_formats.h"
@@ -156,9 +157,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     MsaDecodeOptions simt; simt.indexer = MsaImpl::kSimt; simt.attention = MsaImpl::kSimt;
     // 5-8 queries: the wgmma indexer (m64n32k16, the default) with half pages here, quarter pages (auto, few pages) or
     // half pages (auto) in `eight1` and `auto`, whole pages in `forced`; the mma.sync one in `four` and `global`.
-    MsaDecodeOptions wg16; wg16.idx_parts = 2;
-    wg16.attn_lean = 2;  // the lean 4-warp attention (4 CTAs per SM) with the CTA-wide page pipeline wherever it applies
-    wg16.attn_warp_pipe = 1;
+    MsaDecodeOptions half; half.idx_parts = 2;
+    half.attn_lean = 2;  // the lean 4-warp attention (4 CTAs per SM) with the CTA-wide page pipeline wherever it applies
+    half.attn_warp_pipe = 1;
     single.attn_lean = 2;  // ... and with the per-warp pipeline (two stages) for one-query steps
     MsaDecodeOptions global; global.attn_cluster = 1; global.prefetch = 1; global.attn_ready = 1;
     MsaDecodeOptions clus; clus.attn_cluster = 2; clus.prefetch = 2; clus.attn_splits = 6;
@@ -174,11 +175,11 @@ static void run_case(const char* name, int nq, int nkv, int topk, int q_len, std
     global.attn_warps = 4; global.attn_topk = 1;
     global.idx_trigger = 1;  // the indexer's dependent launch after its scores
     four.attn_order = 2;     // request-major attention CTAs (where there is no cluster)
-    wg16.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
+    half.idx_trigger = 2;    // the early dependent launch also where the plan picks the cluster merge
     MsaDecodeOptions eight1; eight1.attn_warps = 8; eight1.attn_splits = 1;  // 8-warp CTAs storing their output directly
     const Variant variants[] = {{"mma auto, 4 warps, request-major, q8 mma.sync", four}, {"mma splits=3 ppw=2 parts=1 no-pdl 8 warps fp16-indexer", forced}, {"mma splits=1 parts=2 warp pipe nt=1 fp8-mma.sync, persistent indexer, request-major, lean attention", single},
                                 {"mma workspace merge, no prefetch, grid wait, late trigger, q8 mma.sync", global}, {"mma cluster splits=6 prefetch warp pipe ready flags, persistent indexer x7, fp8", clus},
-                                {"simt", simt}, {"mma half pages, early trigger, lean attention, CTA-wide pipeline", wg16},
+                                {"simt", simt}, {"mma half pages, early trigger, lean attention, CTA-wide pipeline", half},
                                 {"mma 8 warps, one split", eight1}, {"mma auto", {}}};
     int fp8_strict_misses = 0; double fp8_worst_steps = 0;
     std::vector<float> auto_out;  // variant 0's output: the workspace-merge variant (same splits) must equal it bitwise
