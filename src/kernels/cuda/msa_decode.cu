@@ -561,10 +561,10 @@ __device__ __forceinline__ void wgmma_f16_m64n32k16(float (&d)[16], const std::u
 #ifndef MSA_Q8_PIPE
 #define MSA_Q8_PIPE 1
 #endif
-// B of the 8 k16 steps (8 KB at bq), one 16-byte store per (k16 step, k-half): thread tid takes index row n = tid &
-// 31 and the 32 channels of group pair gp = tid >> 5. Slot k = 8 kh + 2 c + b of step 2 gp + j holds channel 32 gp + 8 c + 2 j +
-// kh + 4 b, i.e. byte 2 j + kh of the row's 32-bit word 2 c + b (of those 32 channels): slot pair (2 c, 2 c + 1) is
-// that byte of words 2 c and 2 c + 1.
+// B of the 8 k16 steps (8 KB at bq), one 16-byte store per (k16 step, k-half): thread tid takes index row
+// n = tid & 31 and the 32 channels of group pair gp = tid >> 5. Slot k = 8 kh + 2 c + b of step 2 gp + j holds
+// channel 32 gp + 8 c + 2 j + kh + 4 b, i.e. byte 2 j + kh of the row's 32-bit word 2 c + b (of those 32 channels):
+// slot pair (2 c, 2 c + 1) is that byte of words 2 c and 2 c + 1.
 __device__ __forceinline__ void wq8_query_columns(const std::uint8_t* iq_req, int rows, unsigned char* bq, int tid) {
     static_assert(kWarps * 32 == 128, "one thread per (index row, group pair)");
     const int n = tid & 31, gp = tid >> 5;
@@ -617,8 +617,8 @@ __device__ __forceinline__ void wgmma_keep_a(std::uint32_t (&a)[8][4]) {
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[t][e])::"memory");
 }
 template <int kR>
-__device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf, const int* pt,
-                                              int s, int it_begin, int it_end, int lane, int warp) {
+__device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf,
+                                              const int* pt, int s, int it_begin, int it_end, int lane, int warp) {
     constexpr int kParts = kBlock / kR, kStage = kR * 72, kMt = kR / 16;
     unsigned char* bq = smem + kWarps * 2 * kStage;  // 8 KB
     wq8_query_columns(p.iq + static_cast<std::size_t>(s) * p.rows * kHeadDim, p.rows, bq, threadIdx.x);
