@@ -17,6 +17,7 @@
 #include <math_constants.h>
 
 #include <type_traits>
+#include <utility>
 
 namespace msa::cuda {
 namespace {
@@ -152,6 +153,22 @@ __device__ __forceinline__ void prefetch_page_kv(const IdxParams& p, int page) {
     }
 }
 
+// The A fragments of key rows t0 (word x0) and t0 + 8 (word x1) for the two k16 steps of one 32-channel chunk, keys
+// dequantised exactly to FP16 (e2m1 * scale * 2^-7; s0 / s1: the chunk's key_scales of the two rows).
+__device__ __forceinline__ void key_afrags(std::uint32_t x0, std::uint32_t x1, std::uint32_t s0, std::uint32_t s1,
+                                           const Mul& mul, std::uint32_t (&a0)[4], std::uint32_t (&a1)[4]) {
+    std::uint32_t k0[4], k1[4];
+    fp4x8(x0, mul, k0);
+    fp4x8(x1, mul, k1);
+    a0[0] = hmul2(k0[0], s0);
+    a0[1] = hmul2(k1[0], s1);
+    a0[2] = hmul2(k0[1], s0);
+    a0[3] = hmul2(k1[1], s1);
+    a1[0] = hmul2(k0[2], s0);
+    a1[1] = hmul2(k1[2], s1);
+    a1[2] = hmul2(k0[3], s0);
+    a1[3] = hmul2(k1[3], s1);
+}
 // Block maxima over the nmt m-tiles (16 tokens each) of an image of 16*nmt rows, for NT n-tiles (8 index rows
 // each) of query fragments bf (this lane's uint2 per (n-tile, chunk, k-step)). Keys are the MMA M dimension, index
 // rows the N dimension.
@@ -187,15 +204,10 @@ __device__ __forceinline__ void index_rows(const unsigned char* img, const uint2
         for (int nt = 0; nt < NT; ++nt) d[nt][0] = d[nt][1] = d[nt][2] = d[nt][3] = 0.f;
 #pragma unroll
         for (int gp = 0; gp < 4; ++gp) {
-            std::uint32_t k0[4], k1[4];
-            fp4x8(lds32(d0 + off[gp]), mul, k0);
-            fp4x8(lds32(d0 + 512 + off[gp]), mul, k1);
-            const std::uint32_t a0[4] = {hmul2(k0[0], s0[gp]), hmul2(k1[0], s1[gp]), hmul2(k0[1], s0[gp]),
-                                         hmul2(k1[1], s1[gp])};
+            std::uint32_t a0[4], a1[4];
+            key_afrags(lds32(d0 + off[gp]), lds32(d0 + 512 + off[gp]), s0[gp], s1[gp], mul, a0, a1);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a0, b[nt][gp][0][0], b[nt][gp][0][1]);
-            const std::uint32_t a1[4] = {hmul2(k0[2], s0[gp]), hmul2(k1[2], s1[gp]), hmul2(k0[3], s0[gp]),
-                                         hmul2(k1[3], s1[gp])};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) mma16816(d[nt], a1, b[nt][gp][1][0], b[nt][gp][1][1]);
         }
@@ -609,13 +621,6 @@ __device__ __forceinline__ void store_block_maxima_t(const IdxParams& p, int s, 
     const int r = lane >> 2, col = 8 * (r >> 1) + 2 * (lane & 3) + (r & 1);
     if (live && col < p.rows) *score_slot(p, s, col, item) = y;
 }
-// Keeps the compiler from reusing the registers of an A fragment before the wgmmas that read it have completed.
-__device__ __forceinline__ void wgmma_keep_a(std::uint32_t (&a)[8][4]) {
-#pragma unroll
-    for (int t = 0; t < 8; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[t][e])::"memory");
-}
 template <int kR>
 __device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char* smem, unsigned char* wbuf,
                                               const int* pt, int s, int it_begin, int it_end, int lane, int warp) {
@@ -640,19 +645,9 @@ __device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char*
             key_scales(scl + mt * 128, c, s0);
             key_scales(scl + mt * 128 + 64, c, s1);
 #pragma unroll
-            for (int gp = 0; gp < 4; ++gp) {
-                std::uint32_t k0[4], k1[4];
-                fp4::decode(lds32(row0 + mt * 1024 + off[gp]), k0);
-                fp4::decode(lds32(row0 + mt * 1024 + 512 + off[gp]), k1);
-                a[2 * gp][0] = hmul2(k0[0], s0[gp]);
-                a[2 * gp][1] = hmul2(k1[0], s1[gp]);
-                a[2 * gp][2] = hmul2(k0[1], s0[gp]);
-                a[2 * gp][3] = hmul2(k1[1], s1[gp]);
-                a[2 * gp + 1][0] = hmul2(k0[2], s0[gp]);
-                a[2 * gp + 1][1] = hmul2(k1[2], s1[gp]);
-                a[2 * gp + 1][2] = hmul2(k0[3], s0[gp]);
-                a[2 * gp + 1][3] = hmul2(k1[3], s1[gp]);
-            }
+            for (int gp = 0; gp < 4; ++gp)
+                key_afrags(lds32(row0 + mt * 1024 + off[gp]), lds32(row0 + mt * 1024 + 512 + off[gp]), s0[gp], s1[gp],
+                           p.mul, a[2 * gp], a[2 * gp + 1]);
         };
         auto issue = [&](float (&d)[16], const std::uint32_t (&a)[8][4]) {
             wgmma_fence();
@@ -682,7 +677,7 @@ __device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char*
             issue(d, a[mt & 1]);
             if (mt + 1 < kMt) decode_mtile(mt + 1, a[(mt + 1) & 1]);
             wgmma_wait0();
-            wgmma_keep_a(a[mt & 1]);
+            wgmma_fence_regs(a[mt & 1]);
             fold(d);
         }
 #else
@@ -693,7 +688,7 @@ __device__ __forceinline__ void run_wq8_items(const IdxParams& p, unsigned char*
             float d[16];
             issue(d, a);
             wgmma_wait0();
-            wgmma_keep_a(a);
+            wgmma_fence_regs(a);
             fold(d);
         }
 #endif
@@ -1192,7 +1187,8 @@ __device__ __forceinline__ float split_weight(float x) {
 // one 4-dim group at a time) and 40 KB of shared memory (two per-warp stages instead of three). Same results bit for bit.
 template <bool kCluster, bool kLean = false>
 __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) attn_kernel(const AttnParams p) {
-    extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta or kAttnSmemWarp bytes (>= the 32 KB slabs)
+    extern __shared__ __align__(128) unsigned char sm[];  // kAttnSmemCta, kAttnSmemWarp or kAttnSmemLean bytes (>= the
+                                                          // 32 KB slabs)
     __shared__ float s_m[kWarps][16], s_l[kWarps][16], s_f[16][16], s_L[16], s_scale[16], s_lse[16][16];
     __shared__ int s_blk[16], s_pg[16], s_n, s_last;
     // Request-major order (an option, no cluster; MsaDecodeOptions::attn_order): CTAs are dispatched in linear block
@@ -1233,8 +1229,8 @@ __global__ void __launch_bounds__(kWarps * 32, kLean ? 4 : MSA_ATTN_MIN_CTAS) at
     constexpr int kTok = kBlock / kWarps;  // tokens of a page per warp (CTA-wide pipeline)
     if (p.warp_pipe) {
         // Each warp streams only its own 32-token slices (K and V rows + scales, 4.6 KB per page) through a private
-        // three-stage buffer, K and V as separate cp.async groups: no CTA barrier per page, the V load overlaps S,
-        // and two pages are in flight while one is computed.
+        // three-stage buffer (lean: two), K and V as separate cp.async groups: no CTA barrier per page, the V load
+        // overlaps S, and two pages (lean: one) are in flight while one is computed.
         constexpr int kStages = kLean ? 2 : kWarpStages;
         unsigned char* wst = sm + warp * kStages * kWarpStage;
         auto copy_slice = [&](unsigned char* dst, int page) {
@@ -1854,24 +1850,21 @@ MsaDecodePlan make_decode_plan(const MsaGeometry& geo, int batch, int q_len, int
     static bool attrs_set = false;  // kernel attributes, set once per process (outside capture)
     if (!attrs_set) {
         // Both kernels ask for the maximum shared-memory carveout, so alternating launches never reconfigure an SM.
-        const void* kernels[] = {reinterpret_cast<const void*>(index_topk_kernel<1>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<2>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<4>),
-                                 reinterpret_cast<const void*>(attn_kernel<false>),
-                                 reinterpret_cast<const void*>(attn_kernel<true>),
-                                 reinterpret_cast<const void*>(attn8_kernel<false>),
-                                 reinterpret_cast<const void*>(attn8_kernel<true>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<1, true>),
-                                 reinterpret_cast<const void*>(index_topk_kernel<4, false, true>),
-                                 reinterpret_cast<const void*>(attn_kernel<false, true>)};
-        for (int i = 0; i < 10; ++i) {
-            detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(i < 3 || i == 8 ? kIdxSmemMax
-                                                                : i == 7        ? kIdxSmemFp8Max
-                                                                : i == 9        ? kAttnSmemLean
-                                                                : i < 5         ? kAttnSmemWarp
-                                                                                : kAttnSmem8)));
-            detail::check(cudaFuncSetAttribute(kernels[i], cudaFuncAttributePreferredSharedMemoryCarveout,
+        // Each kernel with the most dynamic shared memory any of its launches asks for.
+        const std::pair<const void*, std::size_t> kernels[] = {
+            {reinterpret_cast<const void*>(index_topk_kernel<1>), kIdxSmemMax},
+            {reinterpret_cast<const void*>(index_topk_kernel<2>), kIdxSmemMax},
+            {reinterpret_cast<const void*>(index_topk_kernel<4>), kIdxSmemMax},
+            {reinterpret_cast<const void*>(index_topk_kernel<4, false, true>), kIdxSmemMax},
+            {reinterpret_cast<const void*>(index_topk_kernel<1, true>), kIdxSmemFp8Max},
+            {reinterpret_cast<const void*>(attn_kernel<false>), kAttnSmemWarp},
+            {reinterpret_cast<const void*>(attn_kernel<true>), kAttnSmemWarp},
+            {reinterpret_cast<const void*>(attn_kernel<false, true>), kAttnSmemLean},
+            {reinterpret_cast<const void*>(attn8_kernel<false>), kAttnSmem8},
+            {reinterpret_cast<const void*>(attn8_kernel<true>), kAttnSmem8}};
+        for (const auto& [kernel, smem] : kernels) {
+            detail::check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+            detail::check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         }
         // Clusters of up to 16 CTAs (16 splits) are beyond the portable 8.

@@ -122,6 +122,14 @@ __device__ __forceinline__ void wgmma_fence_regs(float (&d)[N][4]) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e])::"memory");
 }
+// The same for the A fragments of register-A wgmmas: their registers are not reused before the wgmmas have completed.
+template <int N>
+__device__ __forceinline__ void wgmma_fence_regs(std::uint32_t (&a)[N][4]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[j][e])::"memory");
+}
 // Shared-memory matrix descriptor without swizzle: operand of 8-row x 16-byte core matrices (each 128 contiguous
 // bytes), `lead` bytes between core matrices along K and `stride` bytes between them along M/N (the convention
 // measured in run H of session 5: docs/cuda-notes.md section 16).
