@@ -6,7 +6,8 @@
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
-#              (MSA_PF_WGMMA=0);  pbreg  the same with the per-pass register-A wgmma indexer (MSA_PF_IDX=pass);
+#              (MSA_PF_WGMMA=0);  pbunfused  the same with the combine as its own pass (MSA_PF_FUSED=0);
+#              pbreg  the same with the per-pass register-A wgmma indexer (MSA_PF_IDX=pass);
 #              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
 #   torch      dense SDPA + plain PyTorch MSA, decode and prefill (bench/cuda/torch_compare.py)
@@ -65,6 +66,9 @@ for step in ${STEPS//,/ }; do
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
+    pbunfused)
+      MSA_PF_FUSED=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_unfused.json" 2>> "$R/pbench_unfused.err"
+      echo "pbunfused rc=$?" >> "$R/pbench_unfused.err"; tail -2 "$R/pbench_unfused.err";;
     pbreg)
       MSA_PF_IDX=pass timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_reg.json" 2>> "$R/pbench_reg.err"
       echo "pbreg rc=$?" >> "$R/pbench_reg.err"; tail -2 "$R/pbench_reg.err";;
@@ -149,7 +153,7 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  for alt in mma:"the mma.sync kernels" reg:"the per-pass register-A wgmma indexer"; do
+  for alt in mma:"the mma.sync kernels" unfused:"the combine as its own pass" reg:"the per-pass register-A wgmma indexer"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys
 try:
