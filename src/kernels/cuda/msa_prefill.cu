@@ -851,6 +851,10 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 // ---------------------------------------------------------------- LSE merge of a token's partials (step 6)
 // Used by pf_combine_kernel and by the attention with the combine fused (pf_attn_wg_kernel<true>, which reads
 // partials other CTAs of the same launch wrote: kL2 loads through L2 only, never a stale L1 line).
+// Release/acquire fence at GPU scope (lighter than __threadfence's sequentially consistent fence.sc).
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
 template <bool kL2>
 __device__ __forceinline__ float ld_partial(const float* p) {
     return kL2 ? __ldcg(p) : *p;
@@ -1012,13 +1016,13 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
         if constexpr (kFused) {
             // Release: this warp's partial stores (and its lanes' fences) before its count-downs. Lane k counts
             // down the unit of the warp's iteration k; the one that takes a count to zero owns the merge.
-            __threadfence();
+            fence_acq_rel_gpu();
             __syncwarp();
             bool last = false;
             if (lane < n_iter && begin + warp + 4 * lane < end)
                 last = atomicSub(&p.pending[(my_code >> 4) * p.nkv + g], 1) == 1;
             if (last) {
-                __threadfence();  // acquire: the other CTAs' partials of this unit are visible after this
+                fence_acq_rel_gpu();  // acquire: the other CTAs' partials of this unit are visible after this
                 s_fin[atomicAdd(&s_nfin, 1)] = my_code >> 4;
             }
             __syncthreads();
