@@ -8,8 +8,7 @@
 // wgmma ones (default 1); MSA_PF_QPW=1|2 picks the gathered queries per attention
 // warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX=smem|pass picks the
 // wgmma indexer kernel (MsaPrefillOptions::idx_kernel; default smem); MSA_PF_IDX_BLOCKS=n sets
-// MsaPrefillOptions::idx_blocks_per_item; MSA_PF_FUSED=0 runs the combine as its own pass
-// (MsaPrefillOptions::fused_combine = false).
+// MsaPrefillOptions::idx_blocks_per_item.
 #include "kernels/cuda/msa_prefill.h"
 
 #include <algorithm>
@@ -123,7 +122,6 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     MsaPrefillOptions opt;
     if (const char* qpw = std::getenv("MSA_PF_QPW")) opt.attn_queries_per_warp = std::atoi(qpw);
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
-    if (const char* fc = std::getenv("MSA_PF_FUSED")) opt.fused_combine = std::atoi(fc) != 0;
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {
         const std::string v = ik;

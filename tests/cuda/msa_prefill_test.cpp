@@ -162,14 +162,8 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     reg_q.idx_kernel = MsaIdxKernel::pass_q;
     MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
-    MsaPrefillOptions unfused;
-    unfused.fused_combine = false;
-    MsaPrefillOptions unfused_window = small_window;
-    unfused_window.fused_combine = false;
-    const Variant variants[] = {{"auto (wgmma, fused combine)", {}},
+    const Variant variants[] = {{"auto (wgmma)", {}},
                                 {"window 200, 3 blocks/item", small_window},
-                                {"combine pass (not fused)", unfused},
-                                {"combine pass (not fused), window 200, 3 blocks/item", unfused_window},
                                 {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
                                 {"mma.sync", mma},
                                 {"mma.sync, window 200, 3 blocks/item", small_window_mma},

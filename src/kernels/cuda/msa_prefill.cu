@@ -21,8 +21,7 @@
 //     block is dequantised once into FP16 tiles; the group's 16 query heads of a gathered query are 16 MMA rows (4
 //     queries per warpgroup with wgmma, one per warp with mma.sync): S = Q K^T, causal mask on the local block,
 //     softmax over the block, O = P V, normalised partial O (FP16) and base-2 LSE per (token, group, slot).
-//  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE. With the wgmma attention this
-//     step is fused into it by default (pf_attn_wg_kernel<true>: the CTA storing a token's last partial merges it).
+//  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE.
 // All FP16 tiles use one permuted dimension order (see dequant_page): table-free NVFP4 decode, 16-byte query loads
 // and 16-byte partial-output stores (the first version's byte-LUT and 2-byte loads bound both big kernels on the
 // L1/shared-memory pipe: docs/cuda-notes.md section 7).
@@ -499,7 +498,6 @@ struct PfTopk {
     PfMeta m;
     int* topk_out;
     unsigned* counts;
-    int* pending;  // per (window token, KV head): its picks, counted down by the fused attention (may be null)
     int max_blocks, nkv, topk, total_blocks, t0, rows;
 };
 
@@ -544,7 +542,6 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
         blk = keyed_topk_warp(p.scores + static_cast<std::size_t>(wr) * p.max_blocks, local, p.topk, lane);
         if (lane == p.topk - 1) blk = local;
     }
-    if (lane == 0 && p.pending) p.pending[wr] = min(local + 1, p.topk);
     if (lane < p.topk) {
         p.topk_out[(static_cast<std::size_t>(t) * p.nkv + g) * p.topk + lane] = blk;
         if (blk >= 0) atomicAdd(&p.counts[g * p.total_blocks + p.m.seq_base[seq] + blk], 1u);
@@ -640,10 +637,6 @@ struct PfAttn {
     const int* entries;
     __half* part_o;
     float* part_lse;
-    // fused combine (pf_attn_wg_kernel<true>): picks left per (window token, KV head), the selection, the output
-    int* pending;
-    const int* topk_out;
-    float* out;
     int nq, nkv, G, topk, t0;
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
@@ -848,78 +841,12 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
     }
 }
 
-// ---------------------------------------------------------------- LSE merge of a token's partials (step 6)
-// Used by pf_combine_kernel and by the attention with the combine fused (pf_attn_wg_kernel<true>, which reads
-// partials other CTAs of the same launch wrote: kL2 loads through L2 only, never a stale L1 line).
-// Release/acquire fence at GPU scope (lighter than __threadfence's sequentially consistent fence.sc).
-__device__ __forceinline__ void fence_acq_rel_gpu() {
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-template <bool kL2>
-__device__ __forceinline__ float ld_partial(const float* p) {
-    return kL2 ? __ldcg(p) : *p;
-}
-// Weights of one query head's <= 16 partials: w[sl] = 2^(lse_sl - max) / sum, 0 for a slot without a pick.
-// lse: the head's LSE in slot 0 (slot stride 16); row: the (token, KV head) selection.
-template <bool kL2>
-__device__ __forceinline__ void combine_weights(const float* lse, const int* row, int topk, float* w) {
-    float v[16], mx = -CUDART_INF_F;
-#pragma unroll
-    for (int sl = 0; sl < 16; ++sl) {
-        v[sl] = (sl < topk && row[sl] >= 0) ? ld_partial<kL2>(lse + sl * 16) : -CUDART_INF_F;
-        mx = fmaxf(mx, v[sl]);
-    }
-    float den = 0.f;
-#pragma unroll
-    for (int sl = 0; sl < 16; ++sl) {
-        v[sl] = v[sl] == -CUDART_INF_F ? 0.f : exp2f(v[sl] - mx);
-        den += v[sl];
-    }
-    const float inv = den > 0.f ? 1.f / den : 0.f;
-#pragma unroll
-    for (int sl = 0; sl < 16; ++sl) w[sl] = v[sl] * inv;
-}
-// Eight dims of one query head merged from its partials (po: slot 0's first dim, slot stride 16 heads of 128 FP16)
-// with the weights w, written to dst (8 floats). The <= 16 loads are all issued before the sums. Slots without a
-// pick hold stale workspace bytes (maybe NaN): their products are discarded, never added.
-template <bool kL2>
-__device__ __forceinline__ void combine_dims(const __half* po, const float* w, int topk, float* dst) {
-    uint4 v[16];
-#pragma unroll
-    for (int sl = 0; sl < 16; ++sl) {
-        const uint4* src = reinterpret_cast<const uint4*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim);
-        v[sl] = sl < topk ? (kL2 ? __ldcg(src) : __ldcs(src)) : make_uint4(0u, 0u, 0u, 0u);
-    }
-    float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int sl = 0; sl < 16; ++sl) {
-        const float wgt = w[sl];
-        if (wgt == 0.f) continue;
-        const std::uint32_t x[4] = {v[sl].x, v[sl].y, v[sl].z, v[sl].w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x[i]));
-            a[2 * i] += wgt * f.x;
-            a[2 * i + 1] += wgt * f.y;
-        }
-    }
-    float4* d = reinterpret_cast<float4*>(dst);
-    d[0] = make_float4(a[0], a[1], a[2], a[3]);
-    d[1] = make_float4(a[4], a[5], a[6], a[7]);
-}
-
 // The gathered attention on wgmma (default): the CTA's 4 warps are one warpgroup and serve 4 gathered queries at a
 // time, warp w's query (its group's 16 query heads, padded for G < 16) being rows 16w .. 16w + 15 of M = 64. S = Q K^T
 // reads K as B from a WgTile (N = 128 keys), O = P V reads V^T (dequant_pieces_vt: N = 128 output dims, K = keys); the
 // tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
 // shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
 // zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
-//
-// kFused: the combine step runs in this kernel. Each (window token, KV head) has a count of its picks (set by the top-k
-// kernel); after a chunk, each warp counts its stored partials down, and the CTA that stored a token's last partial
-// merges its <= 16 partials into the output (combine_weights/combine_dims, the arithmetic of pf_combine_kernel), so
-// the merge's DRAM reads overlap other CTAs' MMAs instead of forming a pass of their own.
-template <bool kFused>
 __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
@@ -931,15 +858,13 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
     // chunk computes, so a chunk starts with L2 hits instead of a chain of dependent DRAM round trips.
     int4 next_cd = blockIdx.x < total ? p.chunks[blockIdx.x] : make_int4(0, 0, 0, 0);
-    __shared__ int s_fin[kQc], s_nfin;  // kFused: the window tokens whose last partial this chunk stored
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
         const int4 cd = next_cd;
         const bool has_next = w + static_cast<int>(gridDim.x) < total;
         if (has_next) next_cd = p.chunks[w + gridDim.x];
         const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
         const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
-        __syncthreads();  // the previous chunk's tiles (and merge list) are no longer read (wgmmas all waited for)
-        if (kFused && tid == 0) s_nfin = 0;
+        __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
         {  // both records' loads before either decoding: V's latency hides behind K's decoding
             RawPieces rk, rv;
             rk.load(p.k_cache + rec, valid, tid, false);
@@ -1013,36 +938,6 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
                 if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = qp.lse[1];
             }
         }
-        if constexpr (kFused) {
-            // Release: this warp's partial stores (and its lanes' fences) before its count-downs. Lane k counts
-            // down the unit of the warp's iteration k; the one that takes a count to zero owns the merge.
-            fence_acq_rel_gpu();
-            __syncwarp();
-            bool last = false;
-            if (lane < n_iter && begin + warp + 4 * lane < end)
-                last = atomicSub(&p.pending[(my_code >> 4) * p.nkv + g], 1) == 1;
-            if (last) {
-                fence_acq_rel_gpu();  // acquire: the other CTAs' partials of this unit are visible after this
-                s_fin[atomicAdd(&s_nfin, 1)] = my_code >> 4;
-            }
-            __syncthreads();
-            const int nfin = s_nfin;
-            float* s_w = reinterpret_cast<float*>(kt);  // [unit][head][slot]; the K tile is no longer read
-            for (int i = tid; i < nfin * p.G; i += 128) {
-                const int u = i / p.G, hh = i - u * p.G, tl = s_fin[u];
-                const std::size_t tg = static_cast<std::size_t>(tl) * p.nkv + g;
-                combine_weights<true>(p.part_lse + tg * p.topk * 16 + hh,
-                                      p.topk_out + (static_cast<std::size_t>(p.t0) * p.nkv + tg) * p.topk, p.topk,
-                                      s_w + (u * 16 + hh) * 16);
-            }
-            __syncthreads();
-            for (int i = tid; i < nfin * p.G * 16; i += 128) {  // 8 dims of one head of one unit per thread
-                const int u = i / (p.G * 16), hh = (i >> 4) - u * p.G, d8 = (i & 15) * 8, tl = s_fin[u];
-                const std::size_t tg = static_cast<std::size_t>(tl) * p.nkv + g;
-                combine_dims<true>(p.part_o + (tg * p.topk * 16 + hh) * kHeadDim + d8, s_w + (u * 16 + hh) * 16, p.topk,
-                                   p.out + ((static_cast<std::size_t>(p.t0) + tl) * p.nq + g * p.G + hh) * kHeadDim + d8);
-            }
-        }
     }
 }
 
@@ -1060,16 +955,54 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
     const int tl = blockIdx.x, t = p.t0 + tl, tid = threadIdx.x;
     for (int qh = tid; qh < p.nq; qh += 128) {
         const int g = qh / p.G, hh = qh - g * p.G;
-        combine_weights<false>(p.part_lse + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk) * 16 + hh,
-                               p.topk_out + (static_cast<std::size_t>(t) * p.nkv + g) * p.topk, p.topk, s_w[qh]);
+        const int* row = p.topk_out + (static_cast<std::size_t>(t) * p.nkv + g) * p.topk;
+        const float* lse = p.part_lse + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk) * 16 + hh;
+        float v[16], mx = -CUDART_INF_F;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            v[sl] = (sl < p.topk && row[sl] >= 0) ? lse[sl * 16] : -CUDART_INF_F;
+            mx = fmaxf(mx, v[sl]);
+        }
+        float den = 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            v[sl] = v[sl] == -CUDART_INF_F ? 0.f : exp2f(v[sl] - mx);
+            den += v[sl];
+        }
+        const float inv = den > 0.f ? 1.f / den : 0.f;
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) s_w[qh][sl] = v[sl] * inv;
     }
     __syncthreads();
-    // Eight heads per pass, eight dims (one 16-byte load per slot) per thread.
+    // Eight heads per pass, eight dims (one 16-byte load per slot) per thread; the <= 16 partial loads of a head are
+    // all issued before the sums. Slots without a pick hold stale workspace bytes (maybe NaN): their products are
+    // discarded, never added.
     const int d8 = (tid & 15) * 8;
     for (int qh = tid >> 4; qh < p.nq; qh += 8) {
         const int g = qh / p.G, hh = qh - g * p.G;
-        combine_dims<false>(p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d8,
-                            s_w[qh], p.topk, p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d8);
+        const __half* po = p.part_o + ((static_cast<std::size_t>(tl) * p.nkv + g) * p.topk * 16 + hh) * kHeadDim + d8;
+        uint4 v[16];
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl)
+            v[sl] = sl < p.topk
+                        ? __ldcs(reinterpret_cast<const uint4*>(po + static_cast<std::size_t>(sl) * 16 * kHeadDim))
+                        : make_uint4(0u, 0u, 0u, 0u);
+        float a[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int sl = 0; sl < 16; ++sl) {
+            const float wgt = s_w[qh][sl];
+            if (wgt == 0.f) continue;
+            const std::uint32_t w[4] = {v[sl].x, v[sl].y, v[sl].z, v[sl].w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+                a[2 * i] += wgt * f.x;
+                a[2 * i + 1] += wgt * f.y;
+            }
+        }
+        float4* dst = reinterpret_cast<float4*>(p.out + (static_cast<std::size_t>(t) * p.nq + qh) * kHeadDim + d8);
+        dst[0] = make_float4(a[0], a[1], a[2], a[3]);
+        dst[1] = make_float4(a[4], a[5], a[6], a[7]);
     }
 }
 
@@ -1127,8 +1060,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const std::size_t per_tok = static_cast<std::size_t>(nkv) * max_blocks * 4 +            // scores
                                 static_cast<std::size_t>(nkv) * topk * 16 * kHeadDim * 2 +  // partial O
                                 static_cast<std::size_t>(nkv) * topk * 16 * 4 +             // partial LSE
-                                static_cast<std::size_t>(nkv) * topk * 4 * 2 +              // entries, chunks
-                                static_cast<std::size_t>(nkv) * 4;                          // pending picks
+                                static_cast<std::size_t>(nkv) * topk * 4 * 2;               // entries, chunks
     // Tiles and indexer items.
     struct Tile {
         int t0, t1, seq, nblk;
@@ -1196,12 +1128,9 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.entries_off = take(picks * 4);
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
-    p.pending_off = take(Wt * nkv * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    p.fused_combine = opt.wgmma && opt.fused_combine;
-    const void* attn = opt.wgmma         ? p.fused_combine ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
-                                                           : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>)
+    const void* attn = opt.wgmma         ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
                        : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
                                          : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
@@ -1215,8 +1144,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<true>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
@@ -1252,7 +1180,6 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
     auto* entries = reinterpret_cast<int*>(ws + p.entries_off);
     auto* part_o = reinterpret_cast<__half*>(ws + p.part_o_off);
     auto* part_lse = reinterpret_cast<float*>(ws + p.part_lse_off);
-    auto* pending = p.fused_combine ? reinterpret_cast<int*>(ws + p.pending_off) : nullptr;
     const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv, topk = p.geo.topk;
     const int N = p.num_lists();
     for (const MsaPrefillPlan::Window& w : p.windows) {
@@ -1267,26 +1194,23 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
             else
                 pf_index_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
         }
-        const PfTopk tp{scores, m, a.topk_out, counts, pending, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
+        const PfTopk tp{scores, m, a.topk_out, counts, p.max_blocks, nkv, topk, p.total_blocks, w.t0, rows};
         pf_topk_kernel<<<(rows + 3) / 4, 128, 0, stream>>>(tp);
         pf_scan_kernel<<<1, kScanThreads, 0, stream>>>(
             PfScan{counts, cursor, num_chunks, chunks, m, a.page_table, N, p.total_blocks, p.max_blocks});
         const int n = rows * topk;
         pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q,     a.k_cache,  a.v_cache, m,  num_chunks, chunks, entries, part_o, part_lse,
-                        pending, a.topk_out, a.out,     nq, nkv,        G,      topk,    w.t0};
-        if (p.fused_combine)
-            pf_attn_wg_kernel<true><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        else if (p.opt.wgmma)
-            pf_attn_wg_kernel<false><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
+                        w.t0};
+        if (p.opt.wgmma)
+            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)
             pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else
             pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        if (!p.fused_combine)
-            pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
-                PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
+        pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
+            PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
         detail::check(cudaGetLastError());
     }
 }

@@ -43,9 +43,6 @@ struct MsaPrefillOptions {
     bool wgmma = true;
     // which wgmma indexer kernel (MsaIdxKernel)
     MsaIdxKernel idx_kernel = MsaIdxKernel::smem_q;
-    // wgmma attention: the LSE merge of a token's partials runs inside the attention kernel, by the CTA that stores
-    // the token's last partial, instead of a separate combine pass (docs/cuda-notes.md section 24)
-    bool fused_combine = true;
 };
 
 struct MsaPrefillPlan {
@@ -56,7 +53,6 @@ struct MsaPrefillPlan {
     int window_tokens = 0;  // largest window
     int attn_ctas = 0;      // persistent attention grid
     int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
-    bool fused_combine = false;  // the combine runs inside the (wgmma) attention kernel
     struct Window {
         int t0 = 0, t1 = 0;        // flattened token range
         int item0 = 0, item1 = 0;  // indexer work items
@@ -67,8 +63,7 @@ struct MsaPrefillPlan {
     std::vector<int> items;  // 8 ints per indexer item: seq, first index row, rows, first block, end block, 0, 0, 0
     // Workspace (device) offsets.
     std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, cursor_off = 0,
-                num_chunks_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0,
-                pending_off = 0;
+                num_chunks_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
     std::size_t meta_tok_seq = 0, meta_tok_pos = 0, meta_blk_seq = 0, meta_blk_b = 0, meta_seq_kv = 0,
                 meta_seq_base = 0;  // int offsets inside the metadata block
     std::size_t total_bytes = 0;
