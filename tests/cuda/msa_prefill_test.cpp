@@ -8,7 +8,8 @@
 // (exact mode then computes the same products as the GPU). Checks, per case and option variant:
 //  - top-k rows: local block in the last valid slot, -1 padding, ascending rows when every block fits; otherwise
 //    distinct history ids, each scoring within 1.5 quantisation steps of the true k-th history score (msa.md
-//    section 3; CPU FP32 block scores); the share of rows identical to the CPU keyed selection is printed;
+//    section 3; CPU FP32 block scores, in Q8KV4 numerics for the idx_q8kv4 variants); the share of rows identical
+//    to the CPU keyed selection is printed;
 //  - outputs: every element finite (outputs poisoned with NaN before the call) and within 3e-3 + 3e-3 |o| of the
 //    CPU exact sparse attention over the GPU's own selection (differences: P rounded to FP16, per-block partials
 //    stored in FP16, summation order);
@@ -127,17 +128,24 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     std::vector<msa::AttentionSeq> cs(B);
     for (int s = 0, off = 0; s < B; off += seqs[s].q_len, ++s)
         cs[s] = {off, seqs[s].q_len, seqs[s].kv_len, &pt[(size_t)s * max_blocks]};
-    // CPU oracle: FP32 block scores (for the tolerance rule) and the keyed selection.
-    std::vector<std::vector<float>> scores(B);
-    for (int s = 0; s < B; ++s) {
-        scores[s].assign((size_t)seqs[s].q_len * nkv * max_blocks, 0.f);
-        msa::cpu::msa_block_scores(kv.index_k(), cs[s], iqf.data(), nkv, 0, seqs[s].q_len,
-                                   msa::AttentionNumerics::exact, scores[s].data(), max_blocks);
+    // CPU oracle: FP32 block scores (for the tolerance rule) and the keyed selection, in both numerics: exact (the
+    // default indexers) and Q8KV4 (index keys rounded once to E4M3: the idx_q8kv4 indexer).
+    std::vector<std::vector<float>> scores_by[2];
+    std::vector<std::int32_t> cpu_sel_by[2];
+    for (int q8 = 0; q8 < 2; ++q8) {
+        const auto numerics = q8 ? msa::AttentionNumerics::q8kv4 : msa::AttentionNumerics::exact;
+        scores_by[q8].resize(B);
+        for (int s = 0; s < B; ++s) {
+            scores_by[q8][s].assign((size_t)seqs[s].q_len * nkv * max_blocks, 0.f);
+            msa::cpu::msa_block_scores(kv.index_k(), cs[s], iqf.data(), nkv, 0, seqs[s].q_len, numerics,
+                                       scores_by[q8][s].data(), max_blocks);
+        }
+        cpu_sel_by[q8].resize((size_t)T * nkv * topk);
+        msa::cpu::MsaIndexOptions io;
+        io.topk = topk;
+        io.numerics = numerics;
+        msa::cpu::msa_select_blocks(kv.index_k(), cs, iqf.data(), nkv, io, cpu_sel_by[q8].data());
     }
-    std::vector<std::int32_t> cpu_sel((size_t)T * nkv * topk);
-    msa::cpu::MsaIndexOptions io;
-    io.topk = topk;
-    msa::cpu::msa_select_blocks(kv.index_k(), cs, iqf.data(), nkv, io, cpu_sel.data());
 
     std::uint8_t* dk = dev(hk);
     std::uint8_t* dv = dev(hv);
@@ -162,7 +170,13 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     reg_q.idx_kernel = MsaIdxKernel::pass_q;
     MsaPrefillOptions pair = mma;
     pair.attn_queries_per_warp = 2;
+    MsaPrefillOptions q8idx;
+    q8idx.idx_q8kv4 = true;
+    MsaPrefillOptions q8idx_window = small_window;
+    q8idx_window.idx_q8kv4 = true;
     const Variant variants[] = {{"auto (wgmma)", {}},
+                                {"Q8KV4 indexer (FP8 wgmma)", q8idx},
+                                {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
                                 {"window 200, 3 blocks/item", small_window},
                                 {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
                                 {"mma.sync", mma},
@@ -170,6 +184,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
                                 {"mma.sync, 2 queries per warp", pair}};
     for (const Variant& var : variants) {
         const int vf0 = g_fail;
+        const int q8 = var.opt.wgmma && var.opt.idx_q8kv4;
+        const auto& scores = scores_by[q8];
+        const auto& cpu_sel = cpu_sel_by[q8];
         MsaPrefillPlan plan = make_prefill_plan(geo, seqs, max_blocks, var.opt);
         void* ws;
         CK(cudaMalloc(&ws, plan.total_bytes));

@@ -22,6 +22,14 @@ __device__ __forceinline__ std::uint32_t e4m3x2_to_h2(std::uint32_t v) {
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(lo));
     return r;
 }
+// Two f16x2 words -> four E4M3 bytes (a's pair in the low 16 bits), each rounded to nearest even and saturated to
+// +-448 (the one E4M3 rounding of formats.md / msa.md section 5's Q8KV4 contract; exact for values E4M3 can hold).
+__device__ __forceinline__ std::uint32_t h2x2_to_e4m3x4(std::uint32_t a, std::uint32_t b) {
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(lo) : "r"(a));
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(hi) : "r"(b));
+    return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+}
 // 2^x by one MUFU.EX2 (exp2f adds range fix-ups around it: a compare and two multiplies per value). Results below
 // 2^-126 flush to zero, 2^-inf is 0; used for softmax probabilities that are rounded to FP16 afterwards.
 __device__ __forceinline__ float fast_exp2(float x) {
@@ -171,6 +179,17 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16_ss(float (&d)[16][4], std::
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " MSA_WG_ACC64_LIST
                  ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : MSA_WG_ACC64(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate)
+                 : "memory");
+}
+// D (64 x 128, FP32) (+)= A (64 x 32 E4M3) x B (32 x 128 E4M3), both from shared memory (K-major descriptors; FP8
+// wgmma has no transposed forms).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[16][4], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                         int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " MSA_WG_ACC64_LIST
+                 ", %64, %65, p, 1, 1;\n}\n"
                  : MSA_WG_ACC64(d)
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate)
                  : "memory");

@@ -484,6 +484,124 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     }
 }
 
+// The Q8KV4 indexer (MsaPrefillOptions::idx_q8kv4; msa.md section 5: E4M3 index queries against index keys rounded
+// once to E4M3, as MiniMax's kernels do): pf_index_ss_kernel's structure on FP8 wgmma (m64n128k32, both operands
+// from shared memory). Against the FP16 kernel: the query tile is the raw E4M3 bytes (32 KB instead of 64), the key
+// tile 16 KB instead of 32, four k32 steps per pass instead of eight k16, so the wgmmas read half the shared-memory
+// bytes (the FP16 kernel is bound by the shared-memory pipe, docs/cuda-notes.md section 19) at twice the MMA rate.
+// Each key piece is dequantised exactly to FP16 (dequant_words) and rounded to E4M3 (h2x2_to_e4m3x4). Tile layout:
+// 8-row x 16-byte core matrices, (row octet o, 16-byte chunk j) at j * lead + o * 128; a k32 step is chunks 2ks and
+// 2ks + 1. Dim order along K: piece (row, 32-dim chunk ch) fills chunks 2ch and 2ch + 1 with q8_piece_words' order;
+// the queries pass through the same FP16 pairs and the same conversion, so both operands agree whatever byte order
+// the conversion uses.
+constexpr std::size_t kIdxQ8QTileBytes = std::size_t{kIdxWgRows} * kHeadDim;
+constexpr std::size_t kIdxQ8Smem = kIdxQ8QTileBytes + std::size_t{kBlock} * kHeadDim;
+constexpr unsigned kQ8QLead = 4096, kQ8KLead = 2048;  // bytes between core matrices along K: query, key tile
+// The 16 FP16 pair words of a 32-dim piece (o[4m + i] = dims (8m + i, 8m + i + 4), dequant_words' order) -> its 8
+// E4M3 words: word 2m + k holds pairs 4m + 2k and 4m + 2k + 1.
+__device__ __forceinline__ void q8_piece_words(const std::uint32_t (&o)[16], std::uint32_t (&w)[8]) {
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+        for (int k = 0; k < 2; ++k) w[2 * m + k] = h2x2_to_e4m3x4(o[4 * m + 2 * k], o[4 * m + 2 * k + 1]);
+}
+// A piece's 8 words -> chunks 2ch and 2ch + 1 of `row` (16-byte stores).
+__device__ __forceinline__ void q8_store_piece(unsigned char* tile, unsigned lead, int row, int ch,
+                                               const std::uint32_t (&w)[8]) {
+    unsigned char* base = tile + (row >> 3) * 128 + (row & 7) * 16;
+    *reinterpret_cast<uint4*>(base + 2 * ch * lead) = make_uint4(w[0], w[1], w[2], w[3]);
+    *reinterpret_cast<uint4*>(base + (2 * ch + 1) * lead) = make_uint4(w[4], w[5], w[6], w[7]);
+}
+// Query rows [row0, row0 + nrows) (E4M3) -> the FP8 query tile; rows >= nrows are zero. 8 pieces per thread.
+__device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
+                                                   int tid) {
+    constexpr int kTasks = kIdxWgRows * 4 / 128;
+    uint4 x[kTasks][2];  // every load issued before the first conversion
+#pragma unroll
+    for (int k = 0; k < kTasks; ++k) {
+        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        const std::uint8_t* src = iq + static_cast<std::size_t>(row0 + row) * kHeadDim + 32 * ch;
+#pragma unroll
+        for (int v = 0; v < 2; ++v)
+            x[k][v] = row < nrows ? *reinterpret_cast<const uint4*>(src + 16 * v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kTasks; ++k) {
+        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        const std::uint32_t b[8] = {x[k][0].x, x[k][0].y, x[k][0].z, x[k][0].w,
+                                    x[k][1].x, x[k][1].y, x[k][1].z, x[k][1].w};  // word v: dims 4v .. 4v + 3
+        std::uint32_t o[16], w[8];
+#pragma unroll
+        for (int m = 0; m < 4; ++m)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[4 * m + i] = e4m3x2_to_h2(prmt(b[2 * m], b[2 * m + 1], i | ((4 + i) << 4)));
+        q8_piece_words(o, w);
+        q8_store_piece(qt, kQ8QLead, row, ch, w);
+    }
+}
+// A key record's pieces (row split) -> the FP8 key tile.
+__device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned char* tile, int tid) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        std::uint32_t o[16], w[8];
+        dequant_words<false>(raw.v[k], raw.sc[k], o);
+        q8_piece_words(o, w);
+        q8_store_piece(tile, kQ8KLead, RawPieces::row_of(tid, k, false), tid & 3, w);
+    }
+}
+__device__ __forceinline__ void issue_index_pass_q8(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
+                                                    int mt) {
+    wgmma_fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+        wgmma_m64n128k32_e4m3_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQ8QLead) >> 4),
+                                 desc_k + ((ks * 2 * kQ8KLead) >> 4), ks > 0);
+    wgmma_commit();
+    wgmma_fence_regs(acc);
+}
+__global__ void __launch_bounds__(128, 2) pf_index_q8_kernel(const PfIdx p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    unsigned char* qt = smem;
+    unsigned char* tile = smem + kIdxQ8QTileBytes;
+    const IdxItemHeader item(p);
+    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    const int lane_page = b0 + lane < b1 ? item.pt[b0 + lane] : 0;
+    auto record = [&](int b) {
+        return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
+    };
+    RawPieces raw;
+    raw.load(record(b0), kBlock, tid, false);
+    load_query_tile_q8(p.iq, row0, nrows, qt, tid);
+    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQ8QLead, 128), desc_k = wg_desc_noswizzle(tile, kQ8KLead, 128);
+    const int wrow = 16 * warp;
+    for (int b = b0; b < b1; ++b) {
+        if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
+        dequant_pieces_q8(raw, tile, tid);
+        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, false);
+        fence_proxy_async_smem();
+        __syncthreads();
+        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
+        issue_index_pass_q8(acc0, desc_q, desc_k, 0);
+        issue_index_pass_q8(acc1, desc_q, desc_k, 1);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane);
+        issue_index_pass_q8(acc0, desc_q, desc_k, 2);
+        wgmma_wait1();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane);
+        issue_index_pass_q8(acc1, desc_q, desc_k, 3);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane);
+        wgmma_wait0();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane);
+    }
+}
+
 // ---------------------------------------------------------------- 2. keyed top-k
 struct PfMeta {
     const int* tok_seq;
@@ -1142,6 +1260,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
+        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel), kIdxQ8Smem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
@@ -1187,7 +1306,9 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
+            if (p.opt.wgmma && p.opt.idx_q8kv4)
+                pf_index_q8_kernel<<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
+            else if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
                 pf_index_ss_kernel<<<w.item1 - w.item0, 128, kIdxSsSmem, stream>>>(ip);
             else if (p.opt.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);

@@ -43,6 +43,9 @@ struct MsaPrefillOptions {
     bool wgmma = true;
     // which wgmma indexer kernel (MsaIdxKernel)
     MsaIdxKernel idx_kernel = MsaIdxKernel::smem_q;
+    // wgmma indexer in msa.md's Q8KV4 contract (index keys rounded once to E4M3, FP8 MMAs: pf_index_q8_kernel)
+    // instead of exactly dequantised keys; the block scores then differ from the exact ones by that rounding
+    bool idx_q8kv4 = false;
 };
 
 struct MsaPrefillPlan {
