@@ -8,7 +8,8 @@
 // wgmma ones (default 1); MSA_PF_QPW=1|2 picks the gathered queries per attention
 // warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX=smem|pass picks the
 // wgmma indexer kernel (MsaPrefillOptions::idx_kernel; default smem); MSA_PF_IDX_BLOCKS=n sets
-// MsaPrefillOptions::idx_blocks_per_item; MSA_PF_Q8IDX=1 the Q8KV4 (FP8) indexer (MsaPrefillOptions::idx_q8kv4).
+// MsaPrefillOptions::idx_blocks_per_item; MSA_PF_Q8IDX=1 the Q8KV4 (FP8) indexer (MsaPrefillOptions::idx_q8kv4),
+// MSA_PF_Q8ATTN=1 the Q8KV4 attention (MsaPrefillOptions::attn_q8kv4).
 #include "kernels/cuda/msa_prefill.h"
 
 #include <algorithm>
@@ -123,6 +124,7 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* qpw = std::getenv("MSA_PF_QPW")) opt.attn_queries_per_warp = std::atoi(qpw);
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8IDX")) opt.idx_q8kv4 = std::atoi(q8) != 0;
+    if (const char* q8 = std::getenv("MSA_PF_Q8ATTN")) opt.attn_q8kv4 = std::atoi(q8) != 0;
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {
         const std::string v = ik;

@@ -6,7 +6,8 @@
 # steps: comma list, run in the order given, of
 #   ptest      prefill test against the CPU kernels (needs the staged binary: the oracle links the CPU library)
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
-#              (MSA_PF_WGMMA=0);  pbq8  the same with the Q8KV4 (FP8) indexer (MSA_PF_Q8IDX=1);
+#              (MSA_PF_WGMMA=0);  pbq8  the same in msa.md's Q8KV4 contract (FP8 indexer and P V:
+#              MSA_PF_Q8IDX=1 MSA_PF_Q8ATTN=1), pbq8i / pbq8a  the indexer / the attention only;
 #              pbalt  the same with the kernels of $BIN/pf_alt_rev.txt (msa_prefill_bench_alt);
 #              pbreg  the same with the per-pass register-A wgmma indexer (MSA_PF_IDX=pass);
 #              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
@@ -67,9 +68,11 @@ for step in ${STEPS//,/ }; do
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
-    pbq8)
-      MSA_PF_Q8IDX=1 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_q8.json" 2>> "$R/pbench_q8.err"
-      echo "pbq8 rc=$?" >> "$R/pbench_q8.err"; tail -2 "$R/pbench_q8.err";;
+    pbq8|pbq8i|pbq8a)  # Q8KV4 indexer and attention / indexer only / attention only
+      I=$([ $step = pbq8a ] && echo 0 || echo 1); A=$([ $step = pbq8i ] && echo 0 || echo 1)
+      MSA_PF_Q8IDX=$I MSA_PF_Q8ATTN=$A timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_${step#pb}.json" \
+        2>> "$R/pbench_${step#pb}.err"
+      echo "$step rc=$?" >> "$R/pbench_${step#pb}.err"; tail -2 "$R/pbench_${step#pb}.err";;
     pbalt)  # the prefill benchmark of another commit's kernels (stage_gpu_bins.sh PF_ALT_REV)
       [ -x "$BIN/msa_prefill_bench_alt" ] && timeout $(lim 100) "$BIN/msa_prefill_bench_alt" set \
         > "$R/pbench_alt.json" 2>> "$R/pbench_alt.err"
@@ -158,7 +161,8 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
   for f in pmemcheck pracecheck; do
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
-  for alt in mma:"the mma.sync kernels" q8:"the Q8KV4 (FP8) indexer" \
+  for alt in mma:"the mma.sync kernels" q8:"the Q8KV4 indexer and attention" q8i:"the Q8KV4 (FP8) indexer" \
+             q8a:"the Q8KV4 attention" \
              alt:"the kernels of $(cat "$BIN/pf_alt_rev.txt" 2>/dev/null)" reg:"the per-pass register-A wgmma indexer"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys

@@ -12,7 +12,8 @@
 //    to the CPU keyed selection is printed;
 //  - outputs: every element finite (outputs poisoned with NaN before the call) and within 3e-3 + 3e-3 |o| of the
 //    CPU exact sparse attention over the GPU's own selection (differences: P rounded to FP16, per-block partials
-//    stored in FP16, summation order);
+//    stored in FP16, summation order); the attn_q8kv4 variants against q8kv4_prefill_oracle (msa.md's Q8KV4 contract
+//    per selected block) within the same bound plus the oracle's rounding slack;
 //  - a second run through a captured CUDA graph reproduces the first bit for bit.
 // --small: the cases compute-sanitizer runs.
 #include "kernels/cuda/msa_prefill.h"
@@ -70,6 +71,79 @@ struct Variant {
     const char* name;
     MsaPrefillOptions opt;
 };
+
+// Oracle of the Q8KV4 prefill attention (msa.md section 5, per selected block as MiniMax's prefill kernel): per
+// (token, query head) and selected block, the softmax over the block's visible keys with the block's own max, the
+// E4M3-rounded K and V (read_kv_rows with KvRead::e4m3), E4M3(448 p) times V over 448 times the FP32-style sum, and
+// the blocks merged by log-sum-exp; double precision apart from the contract's E4M3 roundings. slack[i]: how far
+// out[i] can move when a probability that sits within 3e-5 (relative) of an E4M3 rounding boundary rounds the other
+// way, as the GPU's exp2 and FP32 logits may differ from these in the last bits.
+static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<MsaPrefillSeq>& seqs,
+                                 const std::vector<int>& pt, int max_blocks, const std::vector<float>& qf,
+                                 const std::vector<int>& top, int nq, int nkv, int topk, std::vector<double>& out,
+                                 std::vector<double>& slack) {
+    const int G = nq / nkv;
+    auto e4m3 = [](double v) { return (double)msa::e4m3_to_float(msa::float_to_e4m3((float)v)); };
+    std::vector<float> kr(128 * 128), vr(128 * 128);
+    out.assign(qf.size(), 0.0);
+    slack.assign(qf.size(), 0.0);
+    std::vector<double> o(G * 128), sl(G * 128), ob(topk * G * 128), slb(topk * G * 128), lse(topk * G);
+    for (int s = 0, t = 0; s < (int)seqs.size(); ++s)
+        for (int i = 0; i < seqs[s].q_len; ++i, ++t) {
+            const int pos = seqs[s].kv_len - seqs[s].q_len + i;
+            for (int g = 0; g < nkv; ++g) {
+                int nb = 0;
+                for (int k = 0; k < topk; ++k) {
+                    const int b = top[((size_t)t * nkv + g) * topk + k];
+                    if (b < 0) continue;
+                    const int page = pt[(size_t)s * max_blocks + b], vis = std::min(128, pos - b * 128 + 1);
+                    msa::cpu::read_kv_rows(kv.k(g), page, vis, msa::cpu::KvRead::e4m3, kr.data());
+                    msa::cpu::read_kv_rows(kv.v(g), page, vis, msa::cpu::KvRead::e4m3, vr.data());
+                    for (int hh = 0; hh < G; ++hh) {
+                        const float* q = &qf[((size_t)t * nq + g * G + hh) * 128];
+                        std::vector<double> x(vis);
+                        double m = -INFINITY;
+                        for (int j = 0; j < vis; ++j) {
+                            double d = 0;
+                            for (int c = 0; c < 128; ++c) d += (double)q[c] * kr[j * 128 + c];
+                            x[j] = d / std::sqrt(128.0);
+                            m = std::max(m, x[j]);
+                        }
+                        double l = 0;
+                        double* ot = &ob[(nb * G + hh) * 128];
+                        double* st = &slb[(nb * G + hh) * 128];
+                        std::fill(ot, ot + 128, 0.0);
+                        std::fill(st, st + 128, 0.0);
+                        for (int j = 0; j < vis; ++j) l += std::exp(x[j] - m);
+                        for (int j = 0; j < vis; ++j) {
+                            const double y = 448.0 * std::exp(x[j] - m), r = e4m3(y);
+                            const double flip =
+                                std::max(std::fabs(e4m3(y * (1 + 3e-5)) - r), std::fabs(e4m3(y * (1 - 3e-5)) - r));
+                            for (int c = 0; c < 128; ++c) {
+                                ot[c] += r * vr[j * 128 + c] / (448.0 * l);
+                                st[c] += flip * std::fabs(vr[j * 128 + c]) / (448.0 * l);
+                            }
+                        }
+                        lse[nb * G + hh] = m + std::log(l);
+                    }
+                    ++nb;
+                }
+                for (int hh = 0; hh < G; ++hh) {
+                    double mx = -INFINITY, den = 0;
+                    for (int k = 0; k < nb; ++k) mx = std::max(mx, lse[k * G + hh]);
+                    for (int k = 0; k < nb; ++k) den += std::exp(lse[k * G + hh] - mx);
+                    const size_t o0 = ((size_t)t * nq + g * G + hh) * 128;
+                    for (int k = 0; k < nb; ++k) {
+                        const double w = std::exp(lse[k * G + hh] - mx) / den;
+                        for (int c = 0; c < 128; ++c) {
+                            out[o0 + c] += w * ob[(k * G + hh) * 128 + c];
+                            slack[o0 + c] += w * slb[(k * G + hh) * 128 + c];
+                        }
+                    }
+                }
+            }
+        }
+}
 
 static void run_case(const char* name, int nq, int nkv, int topk, const std::vector<MsaPrefillSeq>& seqs,
                      unsigned seed) {
@@ -174,7 +248,14 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     q8idx.idx_q8kv4 = true;
     MsaPrefillOptions q8idx_window = small_window;
     q8idx_window.idx_q8kv4 = true;
+    MsaPrefillOptions q8attn;
+    q8attn.attn_q8kv4 = true;
+    MsaPrefillOptions q8both = q8attn;
+    q8both.idx_q8kv4 = true;
+    q8both.window_tokens = 200;
     const Variant variants[] = {{"auto (wgmma)", {}},
+                                {"Q8KV4 attention (FP8 P V)", q8attn},
+                                {"Q8KV4 indexer and attention, window 200", q8both},
                                 {"Q8KV4 indexer (FP8 wgmma)", q8idx},
                                 {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
                                 {"window 200, 3 blocks/item", small_window},
@@ -187,6 +268,17 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
         const int q8 = var.opt.wgmma && var.opt.idx_q8kv4;
         const auto& scores = scores_by[q8];
         const auto& cpu_sel = cpu_sel_by[q8];
+        // Hopper's FP8 tensor cores accumulate with about 13-14 significant bits (not FP32; measured: |score error| up
+        // to 1.1e-3 of |score|), so with the Q8KV4 indexer scores may differ from the CPU's FP32 sums by up to 2^-8 of
+        // the row's largest |score|, and picks may fall that much below the k-th score (the stated tolerance; picks
+        // outside the strict 1.5-step rule are counted and printed).
+        const double acc_tol = q8 ? std::ldexp(1.0, -8) : 0.0;
+        size_t loose_picks = 0;
+        auto row_absmax = [&](const float* S, int n) {
+            double m = 0;
+            for (int b = 0; b < n; ++b) m = std::max(m, (double)std::fabs(S[b]));
+            return m;
+        };
         MsaPrefillPlan plan = make_prefill_plan(geo, seqs, max_blocks, var.opt);
         void* ws;
         CK(cudaMalloc(&ws, plan.total_bytes));
@@ -234,16 +326,18 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
                 while (i >= seqs[s].q_len) i -= seqs[s++].q_len;
                 const int local = (seqs[s].kv_len - seqs[s].q_len + i) / 128;
                 if (local + 1 <= topk) continue;
-                for (int g = 0; g < nkv; ++g)
+                for (int g = 0; g < nkv; ++g) {
+                    const double tol_acc = acc_tol * row_absmax(&scores[s][((size_t)i * nkv + g) * max_blocks], local);
                     for (int b = 0; b < local; ++b) {
                         const float got = ws_scores[((size_t)(t - w.t0) * nkv + g) * max_blocks + b];
                         const float ref = scores[s][((size_t)i * nkv + g) * max_blocks + b];
                         const double err = std::fabs((double)got - ref);
                         max_serr = std::max(max_serr, std::isfinite(got) ? err : INFINITY);
                         ++nscores;
-                        EXPECT(std::isfinite(got) && err <= 1e-3 * (1.0 + std::fabs(ref)),
+                        EXPECT(std::isfinite(got) && err <= 1e-3 * (1.0 + std::fabs(ref)) + tol_acc,
                                "%s: block score t=%d g=%d b=%d: %g vs cpu %g", var.name, t, g, b, got, ref);
                     }
+                }
             }
         }
         // top-k rows
@@ -276,25 +370,33 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
                         EXPECT(b >= 0 && b < local, "%s: history id %d out of range t=%d g=%d", var.name, b, t, g);
                         if (b < 0 || b >= local) continue;
                         EXPECT(k == 0 || mine[k - 1] != b, "%s: duplicate block t=%d", var.name, t);
-                        EXPECT(S[b] >= kth - 1.5 * step - 1e-6 * std::fabs(kth),
+                        const double strict = kth - 1.5 * step - 1e-6 * std::fabs(kth);
+                        loose_picks += S[b] < strict;
+                        EXPECT(S[b] >= strict - acc_tol * row_absmax(S, local),
                                "%s: pick %d score %g below k-th %g (step %g) t=%d g=%d", var.name, b, S[b], kth, step,
                                t, g);
                     }
                 }
             }
-        // attention over the GPU's selection, CPU exact mode
+        // attention over the GPU's selection: CPU exact mode, or the Q8KV4 oracle above (with its rounding slack)
         bool rows_ok = true;
         for (size_t i = 0; i < ntop; ++i) rows_ok = rows_ok && top[i] >= -1 && top[i] < max_blocks;
         double max_err = 0;
         if (rows_ok) {
-            std::vector<float> ref(nout);
-            msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
-            msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
-                                       ref.data());
+            std::vector<double> ref(nout), slack(nout, 0.0);
+            if (var.opt.wgmma && var.opt.attn_q8kv4) {
+                q8kv4_prefill_oracle(kv, seqs, pt, max_blocks, qf, top, nq, nkv, topk, ref, slack);
+            } else {
+                std::vector<float> reff(nout);
+                msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
+                msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
+                                           reff.data());
+                ref.assign(reff.begin(), reff.end());
+            }
             size_t bad = 0;
             for (size_t i = 0; i < nout; ++i) {
                 const double err = std::fabs((double)out[i] - ref[i]);
-                const bool ok = std::isfinite(out[i]) && err <= 3e-3 + 3e-3 * std::fabs(ref[i]);
+                const bool ok = std::isfinite(out[i]) && err <= 3e-3 + 3e-3 * std::fabs(ref[i]) + slack[i];
                 if (std::isfinite(out[i]))
                     max_err = std::max(max_err, err);
                 else
@@ -309,9 +411,9 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
         }
         std::printf(
             "  prefill [%s]: windows=%zu items=%zu ws=%.1f MB; %zu block scores of the last window, max err %.3g; "
-            "keyed rows equal to CPU %zu/%zu; max |out - cpu| = %.3g; %s\n",
+            "keyed rows equal to CPU %zu/%zu (picks outside the strict rule: %zu); max |out - cpu| = %.3g; %s\n",
             var.name, plan.windows.size(), plan.items.size() / 8, plan.total_bytes / 1e6, nscores, max_serr, same,
-            sparse_rows, max_err, g_fail == vf0 ? "PASS" : "FAIL");
+            sparse_rows, loose_picks, max_err, g_fail == vf0 ? "PASS" : "FAIL");
         (void)G;
         CK(cudaFree(ws));
     }

@@ -30,6 +30,19 @@ __device__ __forceinline__ std::uint32_t h2x2_to_e4m3x4(std::uint32_t a, std::ui
     asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(hi) : "r"(b));
     return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
 }
+// f16x2 -> the same two values rounded once to E4M3 (saturating), back as f16x2 (exact).
+__device__ __forceinline__ std::uint32_t h2_round_e4m3(std::uint32_t a) {
+    unsigned short e;
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(e) : "r"(a));
+    return e4m3x2_to_h2(e);
+}
+// Four floats -> four E4M3 bytes (x0 lowest), each rounded once from FP32 (nearest even, saturating).
+__device__ __forceinline__ std::uint32_t f32x4_to_e4m3x4(float x0, float x1, float x2, float x3) {
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(x1), "f"(x0));  // first source -> upper byte
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(x3), "f"(x2));
+    return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+}
 // 2^x by one MUFU.EX2 (exp2f adds range fix-ups around it: a compare and two multiplies per value). Results below
 // 2^-126 flush to zero, 2^-inf is 0; used for softmax probabilities that are rounded to FP16 afterwards.
 __device__ __forceinline__ float fast_exp2(float x) {
@@ -194,6 +207,17 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[16][4], std:
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate)
                  : "memory");
 }
+// D (+)= A (64 x 32 E4M3, registers: this warp's 16 rows as the mma.sync m16n8k32 A fragment) x B (32 x 128 E4M3,
+// shared memory, K-major).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[16][4], const std::uint32_t (&a)[4], std::uint64_t desc,
+                                                      int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " MSA_WG_ACC64_LIST
+                 ", {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+                 : MSA_WG_ACC64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+                 : "memory");
+}
 #undef MSA_WG_ACC64
 #undef MSA_WG_ACC64_LIST
 // D = A B over K = 128 (eight k16 steps: A fragments a[ks], B at desc advanced by step_bytes per step), issued and
@@ -203,6 +227,16 @@ __device__ __forceinline__ void wgmma_m64n128k128_f16(float (&d)[16][4], const s
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) wgmma_m64n128k16_f16(d, a[ks], desc + ks * (step_bytes >> 4), ks > 0);
+    wgmma_commit();
+    wgmma_wait0();
+    wgmma_fence_regs(d);
+}
+// The same over K = 128 with E4M3 operands (four k32 steps: a[ks], B advanced by step_bytes per step).
+__device__ __forceinline__ void wgmma_m64n128k128_e4m3(float (&d)[16][4], const std::uint32_t (&a)[4][4],
+                                                       std::uint64_t desc, unsigned step_bytes) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) wgmma_m64n128k32_e4m3(d, a[ks], desc + ks * (step_bytes >> 4), ks > 0);
     wgmma_commit();
     wgmma_wait0();
     wgmma_fence_regs(d);

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cub/block/block_scan.cuh>
 #include <stdexcept>
+#include <type_traits>
 
 namespace msa::cuda {
 namespace {
@@ -104,20 +105,25 @@ constexpr unsigned kWgStepBytes = 4096, kWgLead = 2048, kWgStride = 128;
 // One thread's four (row, 32-dim chunk) pieces of a record (global or shared memory), loaded apart from their
 // decoding so that a kernel can issue the loads early (all of them before the first use; a record's loads do not
 // wait behind the stores of another's decoding). Rows >= valid load as zeros, which decode to zero words (stale
-// cache bytes never reach the MMAs). Two splits over 128 threads, chunk ch = tid & 3:
+// cache bytes never reach the MMAs). Three splits over 128 threads, chunk ch = tid & 3:
 // - rows: piece k is row (tid + 128 k) >> 2 (dequant_page);
-// - key pairs: pieces 2m and 2m + 1 are rows 2 kp and 2 kp + 1 of key pair kp = (tid + 128 m) >> 2 (dequant_pieces_vt).
+// - key pairs: pieces 2m and 2m + 1 are rows 2 kp and 2 kp + 1 of key pair kp = (tid + 128 m) >> 2 (dequant_pieces_vt);
+// - key quads: with j = tid >> 2, pieces k = 2u + e are rows 16 (j >> 2) + 2 (j & 3) + 8u + e (dequant_vt_q8).
+enum class Split { rows, pairs, quads };
 struct RawPieces {
     uint4 v[4];
     unsigned short sc[4];
-    __device__ static int row_of(int tid, int k, bool pairs) {
-        return pairs ? 2 * ((tid + 128 * (k >> 1)) >> 2) + (k & 1) : (tid + 128 * k) >> 2;
+    __device__ static int row_of(int tid, int k, Split split) {
+        const int j = tid >> 2;
+        return split == Split::pairs   ? 2 * ((tid + 128 * (k >> 1)) >> 2) + (k & 1)
+               : split == Split::quads ? 16 * (j >> 2) + 2 * (j & 3) + 8 * (k >> 1) + (k & 1)
+                                       : (tid + 128 * k) >> 2;
     }
-    __device__ void load(const unsigned char* rec, int valid, int tid, bool pairs) {
+    __device__ void load(const unsigned char* rec, int valid, int tid, Split split) {
         const int ch = tid & 3;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const int row = row_of(tid, k, pairs);
+            const int row = row_of(tid, k, split);
             v[k] =
                 row < valid ? *reinterpret_cast<const uint4*>(rec + rec_values_off(row, ch)) : make_uint4(0, 0, 0, 0);
             sc[k] = row < valid ? *reinterpret_cast<const unsigned short*>(rec + rec_scales_off(row, ch)) : 0;
@@ -127,23 +133,25 @@ struct RawPieces {
 // A record's pieces (row split) -> an FP16 [128][128] tile in the permuted dim order (kScaled: values * 2^-7, see
 // dequant_words). 128 threads; every 4-byte store of a warp hits 8 rows x 16 B in distinct bank groups with either
 // layout, so the stores are conflict free.
-template <bool kScaled = false, class Layout>
+// kE4m3: the values rounded once to E4M3 (the Q8KV4 contract's keys), still held exactly in FP16.
+template <bool kScaled = false, bool kE4m3 = false, class Layout>
 __device__ __forceinline__ void dequant_pieces(const RawPieces& raw, unsigned char* tile, int tid, Layout layout) {
     const int ch = tid & 3;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const int row = RawPieces::row_of(tid, k, false);
+        const int row = RawPieces::row_of(tid, k, Split::rows);
         std::uint32_t o[16];
         dequant_words<kScaled>(raw.v[k], raw.sc[k], o);
 #pragma unroll
-        for (int j = 0; j < 16; ++j) *reinterpret_cast<std::uint32_t*>(tile + layout(row, j) + 4 * ch) = o[j];
+        for (int j = 0; j < 16; ++j)
+            *reinterpret_cast<std::uint32_t*>(tile + layout(row, j) + 4 * ch) = kE4m3 ? h2_round_e4m3(o[j]) : o[j];
     }
 }
 template <class Layout>
 __device__ __forceinline__ void dequant_page(const unsigned char* rec, int valid, unsigned char* tile, int tid,
                                              Layout layout) {
     RawPieces raw;
-    raw.load(rec, valid, tid, false);
+    raw.load(rec, valid, tid, Split::rows);
     dequant_pieces(raw, tile, tid, layout);
 }
 // V record -> the transposed wgmma tile of P V (B = V^T: N = output dims, K = keys): row n holds the 128 keys of
@@ -171,6 +179,30 @@ __device__ __forceinline__ void dequant_pieces_vt(const RawPieces& raw, unsigned
             const int n0 = vt_row_of_dim(d), n1 = vt_row_of_dim(d + 4);
             *reinterpret_cast<std::uint32_t*>(base + (n0 >> 3) * 128 + (n0 & 7) * 16) = prmt(o0[j], o1[j], 0x5410);
             *reinterpret_cast<std::uint32_t*>(base + (n1 >> 3) * 128 + (n1 & 7) * 16) = prmt(o0[j], o1[j], 0x7632);
+        }
+    }
+}
+// A V record's pieces (key-quad split) -> the E4M3 V^T tile of the Q8KV4 attention (pf_attn_wg_kernel<true>): row
+// n = vt_row_of_dim(dim) holds the dim's 128 keys as 128 bytes (8-row x 16-byte core matrices, chunk j of 16 keys at
+// j * 2048 + (n >> 3) * 128 + (n & 7) * 16). Within a 16-key chunk, byte 4c + 2u + e holds key 8u + 2c + e: the
+// order in which an m64n128 accumulator lane c holds its S values, so the lane's probabilities are its FP8 A fragments
+// for P V without shuffles (q8_probs). A thread's 4 keys 16 (j >> 2) + 2 (j & 3) + {0, 1, 8, 9} fill one 4-byte word
+// per dim. Values: exactly dequantised, rounded once to E4M3.
+__device__ __forceinline__ void dequant_vt_q8(const RawPieces& raw, unsigned char* tile, int tid) {
+    const int j = tid >> 2, ch = tid & 3;
+    std::uint32_t o[4][16];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) dequant_words<false>(raw.v[k], raw.sc[k], o[k]);
+    unsigned char* base = tile + (j >> 2) * 2048 + 4 * (j & 3);
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {  // f16x2 word jj of a piece: dims (d, d + 4)
+        const int d = 32 * ch + 8 * (jj >> 2) + (jj & 3);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const std::uint32_t sel = h == 0 ? 0x5410u : 0x7632u;  // dim d (low halves) or d + 4 (high halves)
+            const int n = vt_row_of_dim(d + 4 * h);
+            *reinterpret_cast<std::uint32_t*>(base + (n >> 3) * 128 + (n & 7) * 16) =
+                h2x2_to_e4m3x4(prmt(o[0][jj], o[1][jj], sel), prmt(o[2][jj], o[3][jj], sel));
         }
     }
 }
@@ -452,7 +484,7 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
         return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
     };
     RawPieces raw;
-    raw.load(record(b0), kBlock, tid, false);
+    raw.load(record(b0), kBlock, tid, Split::rows);
     load_query_tile(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128),
                         desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
@@ -460,7 +492,7 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
         dequant_pieces<true>(raw, tile, tid, WgTile{});
-        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, false);
+        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
         fence_proxy_async_smem();
         __syncthreads();
         // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
@@ -546,7 +578,7 @@ __device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned
         std::uint32_t o[16], w[8];
         dequant_words<false>(raw.v[k], raw.sc[k], o);
         q8_piece_words(o, w);
-        q8_store_piece(tile, kQ8KLead, RawPieces::row_of(tid, k, false), tid & 3, w);
+        q8_store_piece(tile, kQ8KLead, RawPieces::row_of(tid, k, Split::rows), tid & 3, w);
     }
 }
 __device__ __forceinline__ void issue_index_pass_q8(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
@@ -572,14 +604,14 @@ __global__ void __launch_bounds__(128, 2) pf_index_q8_kernel(const PfIdx p) {
         return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
     };
     RawPieces raw;
-    raw.load(record(b0), kBlock, tid, false);
+    raw.load(record(b0), kBlock, tid, Split::rows);
     load_query_tile_q8(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQ8QLead, 128), desc_k = wg_desc_noswizzle(tile, kQ8KLead, 128);
     const int wrow = 16 * warp;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
         dequant_pieces_q8(raw, tile, tid);
-        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, false);
+        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
         fence_proxy_async_smem();
         __syncthreads();
         float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
@@ -774,9 +806,10 @@ struct QueryProbs {
     std::uint32_t pa[8][4];
     float lse[2], inv[2];
 };
-// Causal mask (keys > lim hidden), softmax over the block in FP32 and the FP16 A fragments of P (rows r and r + 8 of
-// an m16 tile; s in the mma.sync m16n8 order, which is also wgmma's accumulator order per warp).
-__device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, QueryProbs& out) {
+// Causal mask (keys > lim hidden) and softmax numerators over the block in FP32, in place: s becomes
+// 2^((s - max) * log2(e) / sqrt(128) + bias) for rows r and r + 8 of an m16 tile (s in the mma.sync m16n8 order, which
+// is also wgmma's accumulator order per warp); m: the rows' max logits times log2(e) / sqrt(128), l: the rows' sums.
+__device__ __forceinline__ void block_exp(float (&s)[16][4], int lim, int c, float bias, float (&m)[2], float (&l)[2]) {
     if (lim < kBlock - 1) {
 #pragma unroll
         for (int nt = 0; nt < 16; ++nt)
@@ -794,7 +827,7 @@ __device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, Q
     m0 = fmaxf(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
     m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
     m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
-    const float n0 = -m0 * kLog2eOverSqrtD, n1 = -m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
+    const float n0 = bias - m0 * kLog2eOverSqrtD, n1 = bias - m1 * kLog2eOverSqrtD;  // key 0 is visible: m finite
     float l0 = 0.f, l1 = 0.f;
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
@@ -809,6 +842,15 @@ __device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, Q
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    m[0] = m0 * kLog2eOverSqrtD;
+    m[1] = m1 * kLog2eOverSqrtD;
+    l[0] = l0;
+    l[1] = l1;
+}
+// block_exp and the FP16 A fragments of P for P V, the base-2 LSE and 1 / sum of rows r and r + 8.
+__device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, QueryProbs& out) {
+    float m[2], l[2];
+    block_exp(s, lim, c, 0.f, m, l);
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
         out.pa[ks][0] = pack_h2(s[2 * ks][0], s[2 * ks][1]);
@@ -816,10 +858,37 @@ __device__ __forceinline__ void block_probs(float (&s)[16][4], int lim, int c, Q
         out.pa[ks][2] = pack_h2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
         out.pa[ks][3] = pack_h2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
     }
-    out.lse[0] = m0 * kLog2eOverSqrtD + log2f(l0);
-    out.lse[1] = m1 * kLog2eOverSqrtD + log2f(l1);
-    out.inv[0] = 1.f / l0;
-    out.inv[1] = 1.f / l1;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        out.lse[h] = m[h] + log2f(l[h]);
+        out.inv[h] = 1.f / l[h];
+    }
+}
+// The Q8KV4 contract (msa.md section 5): P V takes E4M3(P * 448) and is scaled by 1 / 448, the sum is FP32's. Here
+// the exponent carries log2(448), so s holds 448 P: its E4M3 roundings are the A fragments (k32 step ks: keys in the
+// byte order of dequant_vt_q8), l = 448 * sum, and O = (E4M3(448 P) V) / l.
+struct QueryProbsQ8 {
+    std::uint32_t pa[4][4];
+    float lse[2], inv[2];
+};
+constexpr float kLog2Of448 = 8.807354922057604f;
+__device__ __forceinline__ void q8_probs(float (&s)[16][4], int lim, int c, QueryProbsQ8& out) {
+    float m[2], l[2];
+    block_exp(s, lim, c, kLog2Of448, m, l);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // keys 32 ks + 16 h + 4 c + .. : n8 tiles 4 ks + 2 h and + 1; rows r, r + 8
+            const float(&a)[4] = s[4 * ks + 2 * h];
+            const float(&b)[4] = s[4 * ks + 2 * h + 1];
+            out.pa[ks][2 * h] = f32x4_to_e4m3x4(a[0], a[1], b[0], b[1]);
+            out.pa[ks][2 * h + 1] = f32x4_to_e4m3x4(a[2], a[3], b[2], b[3]);
+        }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        out.lse[h] = m[h] + log2f(l[h]) - kLog2Of448;
+        out.inv[h] = 1.f / l[h];
+    }
 }
 
 __device__ __forceinline__ void query_probs(const PfAttn& p, const unsigned char* kt, int t, int g, int lim, int lane,
@@ -863,8 +932,8 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
         __syncthreads();  // the previous chunk's tiles are no longer read
         {  // both records' loads before either decoding
             RawPieces rk, rv;
-            rk.load(p.k_cache + rec, valid, tid, false);
-            rv.load(p.v_cache + rec, valid, tid, false);
+            rk.load(p.k_cache + rec, valid, tid, Split::rows);
+            rv.load(p.v_cache + rec, valid, tid, Split::rows);
             dequant_pieces(rk, kt, tid, SwizzledTile{});
             dequant_pieces(rv, vt, tid, SwizzledTile{});
         }
@@ -965,6 +1034,11 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 // tensor cores fetch each B operand once per warpgroup instead of each warp copying all fragments with ldmatrix (the
 // shared-memory pipe bound the mma.sync version: docs/cuda-notes.md section 9). A warp past the chunk's end feeds
 // zero queries (wgmma is warpgroup-wide) and stores nothing. Same numerics as pf_attn_kernel.
+//
+// kQ8: msa.md section 5's Q8KV4 contract (MsaPrefillOptions::attn_q8kv4): K and V rounded once to E4M3; S = Q K^T
+// as above (exact products of E4M3 values, FP32 sums); P V on FP8 wgmma with E4M3(448 P) and the E4M3 V^T tile
+// (dequant_vt_q8, 16 KB), scaled by 1 / (448 sum). Per selected block, as MiniMax's prefill kernel computes it.
+template <bool kQ8>
 __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
@@ -985,10 +1059,13 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
         __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
         {  // both records' loads before either decoding: V's latency hides behind K's decoding
             RawPieces rk, rv;
-            rk.load(p.k_cache + rec, valid, tid, false);
-            rv.load(p.v_cache + rec, valid, tid, true);
-            dequant_pieces(rk, kt, tid, WgTile{});
-            dequant_pieces_vt(rv, vt, tid);
+            rk.load(p.k_cache + rec, valid, tid, Split::rows);
+            rv.load(p.v_cache + rec, valid, tid, kQ8 ? Split::quads : Split::pairs);
+            dequant_pieces<false, kQ8>(rk, kt, tid, WgTile{});
+            if constexpr (kQ8)
+                dequant_vt_q8(rv, vt, tid);
+            else
+                dequant_pieces_vt(rv, vt, tid);
         }
         if (tid == 32 && has_next) {
             const std::size_t nrec = static_cast<std::size_t>(next_cd.z) * kPageHeadBytes;
@@ -1029,10 +1106,16 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             if (k + 1 < n_iter) query_rows(k + 1, qx);
             float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
-            QueryProbs qp;
-            block_probs(s, live ? pos - b * kBlock : kBlock - 1, c, qp);  // keys <= lim visible (>= 0: b <= local)
+            std::conditional_t<kQ8, QueryProbsQ8, QueryProbs> qp;
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
+            const int lim = live ? pos - b * kBlock : kBlock - 1;  // keys <= lim visible (>= 0: b <= local)
+            if constexpr (kQ8) {
+                q8_probs(s, lim, c, qp);
+                wgmma_m64n128k128_e4m3(o, qp.pa, desc_v, kWgStepBytes);  // k32 steps: 2 chunks of 16 keys each
+            } else {
+                block_probs(s, lim, c, qp);
+                wgmma_m64n128k128_f16(o, qp.pa, desc_v, kWgStepBytes);
+            }
             if (!live) continue;
             // o[4q + i][e] (row r; [2 + e]: row r + 8) is dim 32q + 8c + 2i + e (dequant_pieces_vt): four 16-byte
             // streaming stores per row (the partials are read once, by the combine).
@@ -1248,7 +1331,8 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    const void* attn = opt.wgmma         ? reinterpret_cast<const void*>(pf_attn_wg_kernel)
+    const void* attn = opt.wgmma         ? opt.attn_q8kv4 ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
+                                                          : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>)
                        : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
                                          : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
@@ -1263,7 +1347,8 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel), kIdxQ8Smem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
-        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<true>), kAttnSmem);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
@@ -1324,8 +1409,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
         const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
                         w.t0};
-        if (p.opt.wgmma)
-            pf_attn_wg_kernel<<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        if (p.opt.wgmma && p.opt.attn_q8kv4)
+            pf_attn_wg_kernel<true><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        else if (p.opt.wgmma)
+            pf_attn_wg_kernel<false><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else if (p.attn_qpw == 1)
             pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else

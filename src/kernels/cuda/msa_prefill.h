@@ -46,6 +46,9 @@ struct MsaPrefillOptions {
     // wgmma indexer in msa.md's Q8KV4 contract (index keys rounded once to E4M3, FP8 MMAs: pf_index_q8_kernel)
     // instead of exactly dequantised keys; the block scores then differ from the exact ones by that rounding
     bool idx_q8kv4 = false;
+    // wgmma attention in the Q8KV4 contract (K and V rounded once to E4M3, P V on FP8 MMAs with E4M3(448 P): msa.md
+    // section 5, per selected block as MiniMax's prefill kernel) instead of exact K/V and FP16 P
+    bool attn_q8kv4 = false;
 };
 
 struct MsaPrefillPlan {
