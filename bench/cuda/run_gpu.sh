@@ -59,7 +59,7 @@ for step in ${STEPS//,/ }; do
   case $step in
     ptest)
       if [ -x "$BIN/msa_prefill_test" ]; then
-        timeout $(lim 130) "$BIN/msa_prefill_test" > "$R/ptest.log" 2>&1; echo "ptest rc=$?" >> "$R/ptest.log"
+        timeout $(lim 300) "$BIN/msa_prefill_test" > "$R/ptest.log" 2>&1; echo "ptest rc=$?" >> "$R/ptest.log"
         grep -E "prefill \[|FAIL|rc=|case " "$R/ptest.log" | head -40
       else echo "no prefill test binary" > "$R/ptest.log"; fi;;
     pbench)
@@ -141,7 +141,7 @@ for step in ${STEPS//,/ }; do
       echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log";;
     pmemcheck|pracecheck)
       if [ -x "$BIN/msa_prefill_test" ]; then
-        timeout $(lim 120) $CS --tool ${step#p} "$BIN/msa_prefill_test" --small > "$R/$step.log" 2>&1
+        timeout $(lim 200) $CS --tool ${step#p} "$BIN/msa_prefill_test" --small > "$R/$step.log" 2>&1
         echo "rc=$?" >> "$R/$step.log"; tail -3 "$R/$step.log"
       fi;;
   esac

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace msa::cuda;
@@ -82,67 +83,84 @@ static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<M
                                  const std::vector<int>& pt, int max_blocks, const std::vector<float>& qf,
                                  const std::vector<int>& top, int nq, int nkv, int topk, std::vector<double>& out,
                                  std::vector<double>& slack) {
-    const int G = nq / nkv;
-    auto e4m3 = [](double v) { return (double)msa::e4m3_to_float(msa::float_to_e4m3((float)v)); };
-    std::vector<float> kr(128 * 128), vr(128 * 128);
+    const int G = nq / nkv, npages = (int)pt.size();
+    constexpr size_t kRec = 128 * 128;
+    // every page's K and V rows, rounded once to E4M3
+    std::vector<float> kr((size_t)npages * nkv * kRec), vr(kr.size());
+    for (int pg = 0; pg < npages; ++pg)
+        for (int g = 0; g < nkv; ++g) {
+            msa::cpu::read_kv_rows(kv.k(g), pg, 128, msa::cpu::KvRead::e4m3, &kr[((size_t)pg * nkv + g) * kRec]);
+            msa::cpu::read_kv_rows(kv.v(g), pg, 128, msa::cpu::KvRead::e4m3, &vr[((size_t)pg * nkv + g) * kRec]);
+        }
     out.assign(qf.size(), 0.0);
     slack.assign(qf.size(), 0.0);
-    std::vector<double> o(G * 128), sl(G * 128), ob(topk * G * 128), slb(topk * G * 128), lse(topk * G);
-    for (int s = 0, t = 0; s < (int)seqs.size(); ++s)
-        for (int i = 0; i < seqs[s].q_len; ++i, ++t) {
-            const int pos = seqs[s].kv_len - seqs[s].q_len + i;
-            for (int g = 0; g < nkv; ++g) {
-                int nb = 0;
-                for (int k = 0; k < topk; ++k) {
-                    const int b = top[((size_t)t * nkv + g) * topk + k];
-                    if (b < 0) continue;
-                    const int page = pt[(size_t)s * max_blocks + b], vis = std::min(128, pos - b * 128 + 1);
-                    msa::cpu::read_kv_rows(kv.k(g), page, vis, msa::cpu::KvRead::e4m3, kr.data());
-                    msa::cpu::read_kv_rows(kv.v(g), page, vis, msa::cpu::KvRead::e4m3, vr.data());
-                    for (int hh = 0; hh < G; ++hh) {
-                        const float* q = &qf[((size_t)t * nq + g * G + hh) * 128];
-                        std::vector<double> x(vis);
-                        double m = -INFINITY;
-                        for (int j = 0; j < vis; ++j) {
-                            double d = 0;
-                            for (int c = 0; c < 128; ++c) d += (double)q[c] * kr[j * 128 + c];
-                            x[j] = d / std::sqrt(128.0);
-                            m = std::max(m, x[j]);
-                        }
-                        double l = 0;
-                        double* ot = &ob[(nb * G + hh) * 128];
-                        double* st = &slb[(nb * G + hh) * 128];
-                        std::fill(ot, ot + 128, 0.0);
-                        std::fill(st, st + 128, 0.0);
-                        for (int j = 0; j < vis; ++j) l += std::exp(x[j] - m);
-                        for (int j = 0; j < vis; ++j) {
-                            const double y = 448.0 * std::exp(x[j] - m), r = e4m3(y);
-                            const double flip =
-                                std::max(std::fabs(e4m3(y * (1 + 3e-5)) - r), std::fabs(e4m3(y * (1 - 3e-5)) - r));
-                            for (int c = 0; c < 128; ++c) {
-                                ot[c] += r * vr[j * 128 + c] / (448.0 * l);
-                                st[c] += flip * std::fabs(vr[j * 128 + c]) / (448.0 * l);
-                            }
-                        }
-                        lse[nb * G + hh] = m + std::log(l);
-                    }
-                    ++nb;
+    std::vector<int> tok_seq, tok_pos;
+    for (int s = 0; s < (int)seqs.size(); ++s)
+        for (int i = 0; i < seqs[s].q_len; ++i) {
+            tok_seq.push_back(s);
+            tok_pos.push_back(seqs[s].kv_len - seqs[s].q_len + i);
+        }
+    auto e4m3 = [](double v) { return (double)msa::e4m3_to_float(msa::float_to_e4m3((float)v)); };
+    // one (token, KV head) unit: its G heads over its selected blocks, merged by LSE
+    auto unit = [&](int t, int g, std::vector<double>& ob, std::vector<double>& slb, std::vector<double>& lse) {
+        const int s = tok_seq[t], pos = tok_pos[t];
+        int nb = 0;
+        for (int k = 0; k < topk; ++k) {
+            const int b = top[((size_t)t * nkv + g) * topk + k];
+            if (b < 0) continue;
+            const int vis = std::min(128, pos - b * 128 + 1);
+            const size_t rec = ((size_t)pt[(size_t)s * max_blocks + b] * nkv + g) * kRec;
+            const float *K = &kr[rec], *V = &vr[rec];
+            for (int hh = 0; hh < G; ++hh) {
+                const float* q = &qf[((size_t)t * nq + g * G + hh) * 128];
+                double x[128], m = -INFINITY, l = 0;
+                for (int j = 0; j < vis; ++j) {
+                    double d = 0;
+                    for (int c = 0; c < 128; ++c) d += (double)q[c] * K[j * 128 + c];
+                    x[j] = d / std::sqrt(128.0);
+                    m = std::max(m, x[j]);
                 }
-                for (int hh = 0; hh < G; ++hh) {
-                    double mx = -INFINITY, den = 0;
-                    for (int k = 0; k < nb; ++k) mx = std::max(mx, lse[k * G + hh]);
-                    for (int k = 0; k < nb; ++k) den += std::exp(lse[k * G + hh] - mx);
-                    const size_t o0 = ((size_t)t * nq + g * G + hh) * 128;
-                    for (int k = 0; k < nb; ++k) {
-                        const double w = std::exp(lse[k * G + hh] - mx) / den;
-                        for (int c = 0; c < 128; ++c) {
-                            out[o0 + c] += w * ob[(k * G + hh) * 128 + c];
-                            slack[o0 + c] += w * slb[(k * G + hh) * 128 + c];
-                        }
+                for (int j = 0; j < vis; ++j) l += std::exp(x[j] - m);
+                double* ot = &ob[(nb * G + hh) * 128];
+                double* st = &slb[(nb * G + hh) * 128];
+                std::fill(ot, ot + 128, 0.0);
+                std::fill(st, st + 128, 0.0);
+                for (int j = 0; j < vis; ++j) {
+                    const double y = 448.0 * std::exp(x[j] - m), r = e4m3(y);
+                    const double flip =
+                        std::max(std::fabs(e4m3(y * (1 + 3e-5)) - r), std::fabs(e4m3(y * (1 - 3e-5)) - r));
+                    for (int c = 0; c < 128; ++c) {
+                        ot[c] += r * V[j * 128 + c] / (448.0 * l);
+                        st[c] += flip * std::fabs(V[j * 128 + c]) / (448.0 * l);
                     }
+                }
+                lse[nb * G + hh] = m + std::log(l);
+            }
+            ++nb;
+        }
+        for (int hh = 0; hh < G; ++hh) {
+            double mx = -INFINITY, den = 0;
+            for (int k = 0; k < nb; ++k) mx = std::max(mx, lse[k * G + hh]);
+            for (int k = 0; k < nb; ++k) den += std::exp(lse[k * G + hh] - mx);
+            const size_t o0 = ((size_t)t * nq + g * G + hh) * 128;
+            for (int k = 0; k < nb; ++k) {
+                const double w = std::exp(lse[k * G + hh] - mx) / den;
+                for (int c = 0; c < 128; ++c) {
+                    out[o0 + c] += w * ob[(k * G + hh) * 128 + c];
+                    slack[o0 + c] += w * slb[(k * G + hh) * 128 + c];
                 }
             }
         }
+    };
+    const int units = (int)tok_seq.size() * nkv;
+    const int nth = (int)std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (int th = 0; th < nth; ++th)
+        pool.emplace_back([&, th] {
+            std::vector<double> ob(topk * G * 128), slb(ob.size()), lse(topk * G);
+            for (int u = th; u < units; u += nth) unit(u / nkv, u % nkv, ob, slb, lse);
+        });
+    for (auto& th : pool) th.join();
 }
 
 static void run_case(const char* name, int nq, int nkv, int topk, const std::vector<MsaPrefillSeq>& seqs,
