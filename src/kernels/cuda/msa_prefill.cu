@@ -544,14 +544,14 @@ __device__ __forceinline__ void q8_store_piece(unsigned char* tile, unsigned lea
     *reinterpret_cast<uint4*>(base + 2 * ch * lead) = make_uint4(w[0], w[1], w[2], w[3]);
     *reinterpret_cast<uint4*>(base + (2 * ch + 1) * lead) = make_uint4(w[4], w[5], w[6], w[7]);
 }
-// Query rows [row0, row0 + nrows) (E4M3) -> the FP8 query tile; rows >= nrows are zero. 8 pieces per thread.
-__device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
-                                                   int tid) {
-    constexpr int kTasks = kIdxWgRows * 4 / 128;
-    uint4 x[kTasks][2];  // every load issued before the first conversion
+// Pieces first .. first + 128 * 3 (stride 128) of the query tile (see load_query_tile_q8).
+__device__ __forceinline__ void load_query_pieces_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
+                                                     int first) {
+    constexpr int kTasks = kIdxWgRows * 4 / 128 / 2;
+    uint4 x[kTasks][2];
 #pragma unroll
     for (int k = 0; k < kTasks; ++k) {
-        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        const int u = first + 128 * k, row = u >> 2, ch = u & 3;
         const std::uint8_t* src = iq + static_cast<std::size_t>(row0 + row) * kHeadDim + 32 * ch;
 #pragma unroll
         for (int v = 0; v < 2; ++v)
@@ -559,7 +559,7 @@ __device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int r
     }
 #pragma unroll
     for (int k = 0; k < kTasks; ++k) {
-        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
+        const int u = first + 128 * k, row = u >> 2, ch = u & 3;
         const std::uint32_t b[8] = {x[k][0].x, x[k][0].y, x[k][0].z, x[k][0].w,
                                     x[k][1].x, x[k][1].y, x[k][1].z, x[k][1].w};  // word v: dims 4v .. 4v + 3
         std::uint32_t o[16], w[8];
@@ -570,6 +570,15 @@ __device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int r
         q8_piece_words(o, w);
         q8_store_piece(qt, kQ8QLead, row, ch, w);
     }
+}
+// Query rows [row0, row0 + nrows) (E4M3) -> the FP8 query tile; rows >= nrows are zero. 8 pieces per thread, in
+// two rounds of 4 (each round's loads issued before its conversions; 8 at once would not fit 3 CTAs per SM).
+__device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
+                                                   int tid) {
+    constexpr int kTasks = kIdxWgRows * 4 / 128 / 2;
+#pragma unroll 1
+    for (int round = 0; round < 2; ++round)
+        load_query_pieces_q8(iq, row0, nrows, qt, tid + 128 * kTasks * round);
 }
 // A key record's pieces (row split) -> the FP8 key tile.
 __device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned char* tile, int tid) {
@@ -592,7 +601,10 @@ __device__ __forceinline__ void issue_index_pass_q8(float (&acc)[16][4], std::ui
     wgmma_commit();
     wgmma_fence_regs(acc);
 }
-__global__ void __launch_bounds__(128, 2) pf_index_q8_kernel(const PfIdx p) {
+// kCtas = 2: two M = 64 passes in flight (as pf_index_ss_kernel); kCtas = 3 or 4: one accumulator set (118
+// registers: 3 or 4 CTAs per SM, whose MMAs overlap each other's row maxima instead).
+template <int kCtas>
+__global__ void __launch_bounds__(128, kCtas) pf_index_q8_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     unsigned char* qt = smem;
@@ -614,23 +626,34 @@ __global__ void __launch_bounds__(128, 2) pf_index_q8_kernel(const PfIdx p) {
         if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
         fence_proxy_async_smem();
         __syncthreads();
-        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
-        issue_index_pass_q8(acc0, desc_q, desc_k, 0);
-        issue_index_pass_q8(acc1, desc_q, desc_k, 1);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane);
-        issue_index_pass_q8(acc0, desc_q, desc_k, 2);
-        wgmma_wait1();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane);
-        issue_index_pass_q8(acc1, desc_q, desc_k, 3);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane);
-        wgmma_wait0();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane);
+        if constexpr (kCtas == 2) {
+            float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
+            issue_index_pass_q8(acc0, desc_q, desc_k, 0);
+            issue_index_pass_q8(acc1, desc_q, desc_k, 1);
+            wgmma_wait1();
+            wgmma_fence_regs(acc0);
+            store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane);
+            issue_index_pass_q8(acc0, desc_q, desc_k, 2);
+            wgmma_wait1();
+            wgmma_fence_regs(acc1);
+            store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane);
+            issue_index_pass_q8(acc1, desc_q, desc_k, 3);
+            wgmma_wait1();
+            wgmma_fence_regs(acc0);
+            store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane);
+            wgmma_wait0();
+            wgmma_fence_regs(acc1);
+            store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane);
+        } else {
+#pragma unroll 1
+            for (int mt = 0; mt < 4; ++mt) {
+                float acc[16][4];
+                issue_index_pass_q8(acc, desc_q, desc_k, mt);
+                wgmma_wait0();
+                wgmma_fence_regs(acc);
+                store_pass_maxima(p, acc, 64 * mt + wrow, nrows, row0, b, lane);
+            }
+        }
     }
 }
 
@@ -1225,7 +1248,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const int G = nkv > 0 ? geo.num_q_heads / nkv : 0;
     if (seqs.empty() || nkv < 1 || 128 % nkv != 0 || geo.num_q_heads % nkv != 0 || G < 1 || G > 16 ||
         geo.num_q_heads > kMaxHeads || geo.topk < 1 || geo.topk > 16 || max_blocks < 1 || max_blocks > 8192 ||
-        opt.idx_blocks_per_item < 1 || opt.idx_blocks_per_item > 32)
+        opt.idx_blocks_per_item < 1 || opt.idx_blocks_per_item > 32 || opt.idx_q8_ctas < 2 || opt.idx_q8_ctas > 4)
         throw std::invalid_argument("msa::cuda::make_prefill_plan: unsupported geometry");
     MsaPrefillPlan p;
     p.geo = geo;
@@ -1344,7 +1367,9 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
-        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel), kIdxQ8Smem);
+        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<2>), kIdxQ8Smem);
+        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<3>), kIdxQ8Smem);
+        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<4>), kIdxQ8Smem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
@@ -1391,8 +1416,12 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.opt.wgmma && p.opt.idx_q8kv4)
-                pf_index_q8_kernel<<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
+            if (p.opt.wgmma && p.opt.idx_q8kv4 && p.opt.idx_q8_ctas == 4)
+                pf_index_q8_kernel<4><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
+            else if (p.opt.wgmma && p.opt.idx_q8kv4 && p.opt.idx_q8_ctas == 3)
+                pf_index_q8_kernel<3><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
+            else if (p.opt.wgmma && p.opt.idx_q8kv4)
+                pf_index_q8_kernel<2><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
             else if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
                 pf_index_ss_kernel<<<w.item1 - w.item0, 128, kIdxSsSmem, stream>>>(ip);
             else if (p.opt.wgmma)
