@@ -126,7 +126,6 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8IDX")) opt.idx_q8kv4 = std::atoi(q8) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8ATTN")) opt.attn_q8kv4 = std::atoi(q8) != 0;
-    if (const char* c = std::getenv("MSA_PF_Q8IDX_CTAS")) opt.idx_q8_ctas = std::atoi(c);
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ws = std::getenv("MSA_PF_WS_GB")) opt.max_workspace = static_cast<std::size_t>(std::atof(ws) * 1e9);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {

@@ -68,11 +68,9 @@ for step in ${STEPS//,/ }; do
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
-    pbq8|pbq8i|pbq8a|pbq8c3|pbq8c4)  # Q8KV4 indexer and attention / indexer only / attention only / both with the
-                                     # indexer at 3 / 4 CTAs per SM
+    pbq8|pbq8i|pbq8a)  # Q8KV4 indexer and attention / indexer only / attention only
       I=$([ $step = pbq8a ] && echo 0 || echo 1); A=$([ $step = pbq8i ] && echo 0 || echo 1)
-      C=2; [ $step = pbq8c3 ] && C=3; [ $step = pbq8c4 ] && C=4
-      MSA_PF_Q8IDX=$I MSA_PF_Q8ATTN=$A MSA_PF_Q8IDX_CTAS=$C timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_${step#pb}.json" \
+      MSA_PF_Q8IDX=$I MSA_PF_Q8ATTN=$A timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_${step#pb}.json" \
         2>> "$R/pbench_${step#pb}.err"
       echo "$step rc=$?" >> "$R/pbench_${step#pb}.err"; tail -2 "$R/pbench_${step#pb}.err";;
     pbalt)  # the prefill benchmark of another commit's kernels (stage_gpu_bins.sh PF_ALT_REV)
@@ -164,8 +162,7 @@ python3 bench/cuda/summarize_compare.py --prefill "$R/pbench.json" --decode "$R/
     [ -f "$R/$f.log" ] && echo "- $f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$R/$f.log" | tail -1)"
   done
   for alt in mma:"the mma.sync kernels" q8:"the Q8KV4 indexer and attention" q8i:"the Q8KV4 (FP8) indexer" \
-             q8a:"the Q8KV4 attention" q8c3:"the Q8KV4 kernels, indexer at 3 CTAs/SM" \
-             q8c4:"the Q8KV4 kernels, indexer at 4 CTAs/SM" \
+             q8a:"the Q8KV4 attention" \
              alt:"the kernels of $(cat "$BIN/pf_alt_rev.txt" 2>/dev/null)" reg:"the per-pass register-A wgmma indexer"; do
     f="$R/pbench_${alt%%:*}.json"; [ -f "$f" ] && echo "- prefill ms with ${alt#*:}: $(python3 -c '
 import json, sys

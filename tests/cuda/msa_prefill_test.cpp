@@ -266,8 +266,6 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     q8idx.idx_q8kv4 = true;
     MsaPrefillOptions q8idx_window = small_window;
     q8idx_window.idx_q8kv4 = true;
-    MsaPrefillOptions q8idx4 = q8idx_window;
-    q8idx4.idx_q8_ctas = 4;
     MsaPrefillOptions q8attn;
     q8attn.attn_q8kv4 = true;
     MsaPrefillOptions q8both = q8attn;
@@ -278,7 +276,6 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
                                 {"Q8KV4 indexer and attention, window 200", q8both},
                                 {"Q8KV4 indexer (FP8 wgmma)", q8idx},
                                 {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
-                                {"Q8KV4 indexer at 4 CTAs/SM, window 200, 3 blocks/item", q8idx4},
                                 {"window 200, 3 blocks/item", small_window},
                                 {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
                                 {"mma.sync", mma},

@@ -209,8 +209,8 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[16][4], std:
 }
 // D (+)= A (64 x 32 E4M3, registers: this warp's 16 rows as the mma.sync m16n8k32 A fragment) x B (32 x 128 E4M3,
 // shared memory, K-major).
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[16][4], const std::uint32_t (&a)[4], std::uint64_t desc,
-                                                      int accumulate) {
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[16][4], const std::uint32_t (&a)[4],
+                                                      std::uint64_t desc, int accumulate) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " MSA_WG_ACC64_LIST
                  ", {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"

@@ -7,8 +7,10 @@
 //     once into an FP16 tile (exact: e2m1 * scale has at most 6 significant bits) and multiplied with the rows' E4M3
 //     queries, reduced to the block maximum per row. Only history blocks are scored (the local block is always
 //     selected, so its masked score is never needed). Three kernels:
-//     - pf_index_ss_kernel (default, MsaIdxKernel::smem_q): 256 rows, converted to FP16 once per item into shared
-//       memory; both wgmma operands from shared memory, two M = 64 passes in flight;
+//     - pf_index_ss_kernel<IdxExact> (default, MsaIdxKernel::smem_q): 256 rows, converted to FP16 once per item into
+//       shared memory; both wgmma operands from shared memory, two M = 64 passes in flight;
+//     - pf_index_ss_kernel<IdxQ8kv4> (MsaPrefillOptions::idx_q8kv4): the same on FP8 wgmma in msa.md's Q8KV4 contract
+//       (index keys rounded once to E4M3, the raw E4M3 query rows);
 //     - pf_index_wg_kernel (MsaIdxKernel::pass_q): 256 rows in four M = 64 passes, each pass's rows loaded into A
 //       fragments per block, blocks copied by cp.async (double buffered);
 //     - pf_index_kernel (MsaPrefillOptions::wgmma = false): 128 rows, mma.sync with ldmatrix B fragments per warp.
@@ -17,9 +19,10 @@
 //  3. pf_scan_kernel: one CTA: exclusive scans of list sizes and of kQc-query chunks, one descriptor per chunk
 //     (entries, record, block, head), counters reset for the next window.
 //  4. pf_fill_kernel: every pick appends (token, slot) to its list.
-//  5. pf_attn_wg_kernel (default; pf_attn_kernel without wgmma): persistent CTAs over the chunks: the chunk's K and V
-//     block is dequantised once into FP16 tiles; the group's 16 query heads of a gathered query are 16 MMA rows (4
-//     queries per warpgroup with wgmma, one per warp with mma.sync): S = Q K^T, causal mask on the local block,
+//  5. pf_attn_wg_kernel<false> (default; <true>: the Q8KV4 contract, P V on FP8 wgmma; pf_attn_kernel without
+//     wgmma): persistent CTAs over the chunks: the chunk's K and V block is dequantised once into FP16 tiles; the
+//     group's 16 query heads of a gathered query are 16 MMA rows (4 queries per warpgroup with wgmma, one per warp
+//     with mma.sync): S = Q K^T, causal mask on the local block,
 //     softmax over the block, O = P V, normalised partial O (FP16) and base-2 LSE per (token, group, slot).
 //  6. pf_combine_kernel: per token, the <= topk partials of every head merged by LSE.
 // All FP16 tiles use one permuted dimension order (see dequant_page): table-free NVFP4 decode, 16-byte query loads
@@ -471,53 +474,8 @@ __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint6
     wgmma_commit();
     wgmma_fence_regs(acc);
 }
-__global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    unsigned char* qt = smem;
-    unsigned char* tile = smem + kIdxQTileBytes;
-    const IdxItemHeader item(p);
-    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
-    // the item's (at most 32) page ids, lane i holding block b0 + i's: no page-table load in the block loop
-    const int lane_page = b0 + lane < b1 ? item.pt[b0 + lane] : 0;
-    auto record = [&](int b) {
-        return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
-    };
-    RawPieces raw;
-    raw.load(record(b0), kBlock, tid, Split::rows);
-    load_query_tile(p.iq, row0, nrows, qt, tid);
-    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQTileLead, 128),
-                        desc_k = wg_desc_noswizzle(tile, kWgLead, kWgStride);
-    const int wrow = 16 * warp;
-    for (int b = b0; b < b1; ++b) {
-        if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
-        dequant_pieces<true>(raw, tile, tid, WgTile{});
-        if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
-        fence_proxy_async_smem();
-        __syncthreads();
-        // four M = 64 passes, two in flight: pass mt + 1 runs while pass mt's maxima are taken
-        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
-        issue_index_pass(acc0, desc_q, desc_k, 0);
-        issue_index_pass(acc1, desc_q, desc_k, 1);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, 128.f);
-        issue_index_pass(acc0, desc_q, desc_k, 2);
-        wgmma_wait1();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, 128.f);
-        issue_index_pass(acc1, desc_q, desc_k, 3);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, 128.f);
-        wgmma_wait0();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, 128.f);
-    }
-}
-
 // The Q8KV4 indexer (MsaPrefillOptions::idx_q8kv4; msa.md section 5: E4M3 index queries against index keys rounded
-// once to E4M3, as MiniMax's kernels do): pf_index_ss_kernel's structure on FP8 wgmma (m64n128k32, both operands
+// once to E4M3, as MiniMax's kernels do): pf_index_ss_kernel on FP8 wgmma (m64n128k32, both operands
 // from shared memory). Against the FP16 kernel: the query tile is the raw E4M3 bytes (32 KB instead of 64), the key
 // tile 16 KB instead of 32, four k32 steps per pass instead of eight k16, so the wgmmas read half the shared-memory
 // bytes (the FP16 kernel is bound by the shared-memory pipe, docs/cuda-notes.md section 19) at twice the MMA rate.
@@ -544,14 +502,14 @@ __device__ __forceinline__ void q8_store_piece(unsigned char* tile, unsigned lea
     *reinterpret_cast<uint4*>(base + 2 * ch * lead) = make_uint4(w[0], w[1], w[2], w[3]);
     *reinterpret_cast<uint4*>(base + (2 * ch + 1) * lead) = make_uint4(w[4], w[5], w[6], w[7]);
 }
-// Pieces first .. first + 128 * 3 (stride 128) of the query tile (see load_query_tile_q8).
-__device__ __forceinline__ void load_query_pieces_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
-                                                     int first) {
-    constexpr int kTasks = kIdxWgRows * 4 / 128 / 2;
-    uint4 x[kTasks][2];
+// Query rows [row0, row0 + nrows) (E4M3) -> the FP8 query tile; rows >= nrows are zero. 8 pieces per thread.
+__device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
+                                                   int tid) {
+    constexpr int kTasks = kIdxWgRows * 4 / 128;
+    uint4 x[kTasks][2];  // every load issued before the first conversion
 #pragma unroll
     for (int k = 0; k < kTasks; ++k) {
-        const int u = first + 128 * k, row = u >> 2, ch = u & 3;
+        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
         const std::uint8_t* src = iq + static_cast<std::size_t>(row0 + row) * kHeadDim + 32 * ch;
 #pragma unroll
         for (int v = 0; v < 2; ++v)
@@ -559,7 +517,7 @@ __device__ __forceinline__ void load_query_pieces_q8(const std::uint8_t* iq, int
     }
 #pragma unroll
     for (int k = 0; k < kTasks; ++k) {
-        const int u = first + 128 * k, row = u >> 2, ch = u & 3;
+        const int u = tid + 128 * k, row = u >> 2, ch = u & 3;
         const std::uint32_t b[8] = {x[k][0].x, x[k][0].y, x[k][0].z, x[k][0].w,
                                     x[k][1].x, x[k][1].y, x[k][1].z, x[k][1].w};  // word v: dims 4v .. 4v + 3
         std::uint32_t o[16], w[8];
@@ -570,15 +528,6 @@ __device__ __forceinline__ void load_query_pieces_q8(const std::uint8_t* iq, int
         q8_piece_words(o, w);
         q8_store_piece(qt, kQ8QLead, row, ch, w);
     }
-}
-// Query rows [row0, row0 + nrows) (E4M3) -> the FP8 query tile; rows >= nrows are zero. 8 pieces per thread, in
-// two rounds of 4 (each round's loads issued before its conversions; 8 at once would not fit 3 CTAs per SM).
-__device__ __forceinline__ void load_query_tile_q8(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt,
-                                                   int tid) {
-    constexpr int kTasks = kIdxWgRows * 4 / 128 / 2;
-#pragma unroll 1
-    for (int round = 0; round < 2; ++round)
-        load_query_pieces_q8(iq, row0, nrows, qt, tid + 128 * kTasks * round);
 }
 // A key record's pieces (row split) -> the FP8 key tile.
 __device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned char* tile, int tid) {
@@ -601,59 +550,84 @@ __device__ __forceinline__ void issue_index_pass_q8(float (&acc)[16][4], std::ui
     wgmma_commit();
     wgmma_fence_regs(acc);
 }
-// kCtas = 2: two M = 64 passes in flight (as pf_index_ss_kernel); kCtas = 3 or 4: one accumulator set (118
-// registers: 3 or 4 CTAs per SM, whose MMAs overlap each other's row maxima instead).
-template <int kCtas>
-__global__ void __launch_bounds__(128, kCtas) pf_index_q8_kernel(const PfIdx p) {
+// The two numerics of the shared-memory indexer: the query tile, the key tile's dequantisation, one M = 64 pass.
+struct IdxExact {  // exactly dequantised keys (times 2^-7, scaled back in the maxima), FP16 queries, k16 steps
+    static constexpr std::size_t kSmem = kIdxSsSmem, kQTileBytes = kIdxQTileBytes;
+    static constexpr float kScoreScale = 128.f;
+    __device__ static void load_queries(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt, int tid) {
+        load_query_tile(iq, row0, nrows, qt, tid);
+    }
+    __device__ static void dequant(const RawPieces& raw, unsigned char* tile, int tid) {
+        dequant_pieces<true>(raw, tile, tid, WgTile{});
+    }
+    __device__ static std::uint64_t desc_q(const unsigned char* qt) { return wg_desc_noswizzle(qt, kQTileLead, 128); }
+    __device__ static std::uint64_t desc_k(const unsigned char* t) { return wg_desc_noswizzle(t, kWgLead, kWgStride); }
+    __device__ static void issue(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt) {
+        issue_index_pass(acc, dq, dk, mt);
+    }
+};
+struct IdxQ8kv4 {  // keys rounded once to E4M3, raw E4M3 queries, FP8 k32 steps
+    static constexpr std::size_t kSmem = kIdxQ8Smem, kQTileBytes = kIdxQ8QTileBytes;
+    static constexpr float kScoreScale = 1.f;
+    __device__ static void load_queries(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt, int tid) {
+        load_query_tile_q8(iq, row0, nrows, qt, tid);
+    }
+    __device__ static void dequant(const RawPieces& raw, unsigned char* tile, int tid) {
+        dequant_pieces_q8(raw, tile, tid);
+    }
+    __device__ static std::uint64_t desc_q(const unsigned char* qt) { return wg_desc_noswizzle(qt, kQ8QLead, 128); }
+    __device__ static std::uint64_t desc_k(const unsigned char* t) { return wg_desc_noswizzle(t, kQ8KLead, 128); }
+    __device__ static void issue(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt) {
+        issue_index_pass_q8(acc, dq, dk, mt);
+    }
+};
+// The indexer with the query tile in shared memory (default; MsaIdxKernel::smem_q), in either numerics (Fmt): both
+// wgmma operands come from shared memory; each block's raw record is loaded into registers one block ahead and
+// dequantised into the single B tile; four M = 64 passes per block, two in flight (the next pass's MMAs run while
+// this pass's row maxima are taken). 2 CTAs per SM (IdxExact: 96 KB of shared memory; IdxQ8kv4: 255 registers; one
+// accumulator set at 3-4 CTAs per SM measured the same, session 19).
+template <class Fmt>
+__global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     unsigned char* qt = smem;
-    unsigned char* tile = smem + kIdxQ8QTileBytes;
+    unsigned char* tile = smem + Fmt::kQTileBytes;
     const IdxItemHeader item(p);
     const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, b1 = item.b1;
+    // the item's (at most 32) page ids, lane i holding block b0 + i's: no page-table load in the block loop
     const int lane_page = b0 + lane < b1 ? item.pt[b0 + lane] : 0;
     auto record = [&](int b) {
         return p.ik_cache + static_cast<std::size_t>(__shfl_sync(0xffffffffu, lane_page, b - b0)) * kPageHeadBytes;
     };
     RawPieces raw;
     raw.load(record(b0), kBlock, tid, Split::rows);
-    load_query_tile_q8(p.iq, row0, nrows, qt, tid);
-    const std::uint64_t desc_q = wg_desc_noswizzle(qt, kQ8QLead, 128), desc_k = wg_desc_noswizzle(tile, kQ8KLead, 128);
+    Fmt::load_queries(p.iq, row0, nrows, qt, tid);
+    const std::uint64_t desc_q = Fmt::desc_q(qt), desc_k = Fmt::desc_k(tile);
     const int wrow = 16 * warp;
+    constexpr float sc = Fmt::kScoreScale;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
-        dequant_pieces_q8(raw, tile, tid);
+        Fmt::dequant(raw, tile, tid);
         if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
         fence_proxy_async_smem();
         __syncthreads();
-        if constexpr (kCtas == 2) {
-            float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
-            issue_index_pass_q8(acc0, desc_q, desc_k, 0);
-            issue_index_pass_q8(acc1, desc_q, desc_k, 1);
-            wgmma_wait1();
-            wgmma_fence_regs(acc0);
-            store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane);
-            issue_index_pass_q8(acc0, desc_q, desc_k, 2);
-            wgmma_wait1();
-            wgmma_fence_regs(acc1);
-            store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane);
-            issue_index_pass_q8(acc1, desc_q, desc_k, 3);
-            wgmma_wait1();
-            wgmma_fence_regs(acc0);
-            store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane);
-            wgmma_wait0();
-            wgmma_fence_regs(acc1);
-            store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane);
-        } else {
-#pragma unroll 1
-            for (int mt = 0; mt < 4; ++mt) {
-                float acc[16][4];
-                issue_index_pass_q8(acc, desc_q, desc_k, mt);
-                wgmma_wait0();
-                wgmma_fence_regs(acc);
-                store_pass_maxima(p, acc, 64 * mt + wrow, nrows, row0, b, lane);
-            }
-        }
+        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
+        Fmt::issue(acc0, desc_q, desc_k, 0);
+        Fmt::issue(acc1, desc_q, desc_k, 1);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, sc);
+        Fmt::issue(acc0, desc_q, desc_k, 2);
+        wgmma_wait1();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, sc);
+        Fmt::issue(acc1, desc_q, desc_k, 3);
+        wgmma_wait1();
+        wgmma_fence_regs(acc0);
+        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, sc);
+        wgmma_wait0();
+        wgmma_fence_regs(acc1);
+        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, sc);
     }
 }
 
@@ -1248,7 +1222,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     const int G = nkv > 0 ? geo.num_q_heads / nkv : 0;
     if (seqs.empty() || nkv < 1 || 128 % nkv != 0 || geo.num_q_heads % nkv != 0 || G < 1 || G > 16 ||
         geo.num_q_heads > kMaxHeads || geo.topk < 1 || geo.topk > 16 || max_blocks < 1 || max_blocks > 8192 ||
-        opt.idx_blocks_per_item < 1 || opt.idx_blocks_per_item > 32 || opt.idx_q8_ctas < 2 || opt.idx_q8_ctas > 4)
+        opt.idx_blocks_per_item < 1 || opt.idx_blocks_per_item > 32)
         throw std::invalid_argument("msa::cuda::make_prefill_plan: unsupported geometry");
     MsaPrefillPlan p;
     p.geo = geo;
@@ -1366,10 +1340,8 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         };
         set_smem(reinterpret_cast<const void*>(pf_index_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
-        set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel), kIdxSsSmem);
-        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<2>), kIdxQ8Smem);
-        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<3>), kIdxQ8Smem);
-        set_smem(reinterpret_cast<const void*>(pf_index_q8_kernel<4>), kIdxQ8Smem);
+        set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel<IdxExact>), IdxExact::kSmem);
+        set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel<IdxQ8kv4>), IdxQ8kv4::kSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
@@ -1416,14 +1388,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         if (w.item1 > w.item0) {
             const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.opt.wgmma && p.opt.idx_q8kv4 && p.opt.idx_q8_ctas == 4)
-                pf_index_q8_kernel<4><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
-            else if (p.opt.wgmma && p.opt.idx_q8kv4 && p.opt.idx_q8_ctas == 3)
-                pf_index_q8_kernel<3><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
-            else if (p.opt.wgmma && p.opt.idx_q8kv4)
-                pf_index_q8_kernel<2><<<w.item1 - w.item0, 128, kIdxQ8Smem, stream>>>(ip);
+            if (p.opt.wgmma && p.opt.idx_q8kv4)
+                pf_index_ss_kernel<IdxQ8kv4><<<w.item1 - w.item0, 128, IdxQ8kv4::kSmem, stream>>>(ip);
             else if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
-                pf_index_ss_kernel<<<w.item1 - w.item0, 128, kIdxSsSmem, stream>>>(ip);
+                pf_index_ss_kernel<IdxExact><<<w.item1 - w.item0, 128, IdxExact::kSmem, stream>>>(ip);
             else if (p.opt.wgmma)
                 pf_index_wg_kernel<<<w.item1 - w.item0, 128, kIdxSmem, stream>>>(ip);
             else

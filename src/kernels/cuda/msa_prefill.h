@@ -43,10 +43,10 @@ struct MsaPrefillOptions {
     bool wgmma = true;
     // which wgmma indexer kernel (MsaIdxKernel)
     MsaIdxKernel idx_kernel = MsaIdxKernel::smem_q;
-    // wgmma indexer in msa.md's Q8KV4 contract (index keys rounded once to E4M3, FP8 MMAs: pf_index_q8_kernel)
-    // instead of exactly dequantised keys; the block scores then differ from the exact ones by that rounding
+    // wgmma indexer in msa.md's Q8KV4 contract (index keys rounded once to E4M3, FP8 MMAs:
+    // pf_index_ss_kernel<IdxQ8kv4>) instead of exactly dequantised keys; the block scores then differ from the exact
+    // ones by that rounding and by the FP8 tensor cores' accumulation (docs/cuda-notes.md section 24)
     bool idx_q8kv4 = false;
-    int idx_q8_ctas = 2;  // Q8KV4 indexer: 2 (two passes in flight), 3 or 4 (one, at 3 or 4 CTAs per SM)
     // wgmma attention in the Q8KV4 contract (K and V rounded once to E4M3, P V on FP8 MMAs with E4M3(448 P): msa.md
     // section 5, per selected block as MiniMax's prefill kernel) instead of exact K/V and FP16 P
     bool attn_q8kv4 = false;
@@ -78,8 +78,7 @@ struct MsaPrefillPlan {
 };
 
 // Throws std::invalid_argument on unsupported shapes (num_kv_heads must divide 128, GQA ratio 1..16, topk 1..16,
-// 1 <= q_len <= kv_len, kv_len <= 128 * max_blocks, max_blocks <= 8192, idx_blocks_per_item 1..32, idx_q8_ctas
-// 2..4).
+// 1 <= q_len <= kv_len, kv_len <= 128 * max_blocks, max_blocks <= 8192, idx_blocks_per_item 1..32).
 MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPrefillSeq> seqs, int max_blocks,
                                  const MsaPrefillOptions& opt = {});
 // Uploads the plan's metadata into the workspace and zeroes its counters (once, outside capture; every call leaves
