@@ -14,7 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -129,6 +131,34 @@ TEST(PvAccumulateRows, EqualsOneCallPerRowBitForBit) {
     }
 }
 
+// scaled_max (AVX2: the maximum by lanes) against the scalar fold, bit for bit: zeros of both signs first in either
+// order, NaNs and infinities among the values, every tail length.
+TEST(ScaledMax, EqualsScalarFoldBitForBit) {
+    std::mt19937 rng(11);
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (int n = 0; n <= 40; ++n) {
+        for (int trial = 0; trial < 40; ++trial) {
+            std::vector<float> raw(static_cast<std::size_t>(n));
+            for (auto& x : raw) {
+                const unsigned kind = rng() % 8;
+                x = kind == 0 ? 0.0f
+                    : kind == 1 ? -0.0f
+                    : kind == 2 ? (rng() % 4 == 0 ? nan : -inf)
+                                : std::uniform_real_distribution<float>(-2.0f, trial % 2 ? 0.0f : 2.0f)(rng);
+            }
+            const float m0 = trial % 3 == 0 ? -inf : trial % 3 == 1 ? -0.0f : -1.0f;
+            const float scale = trial % 4 == 0 ? 1.0f : 0.125f;
+            float want = m0;
+            for (const float x : raw) want = std::max(want, x * scale);
+            for (const bool simd : {true, false}) {
+                test::ScopedCpuFeatures mode(simd);
+                const float got = cpu::scaled_max(raw.data(), n, scale, m0);
+                ASSERT_EQ(0, std::memcmp(&got, &want, sizeof(float))) << "n " << n << " trial " << trial << " simd " << simd;
+            }
+        }
+    }
+}
+
 TEST(Nvfp4KvAvx512, FusedDotAndPvEqualAvx2BitForBit) {
     if (!cpu_features().avx512) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, DQ, VL, VNNI)";
     CpuFeatures avx2_only = cpu_features();
@@ -181,6 +211,43 @@ TEST(Nvfp4KvAvx512, FusedDotAndPvEqualAvx2BitForBit) {
                     ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
                         << "pv: dim " << dim << " n " << n << " rows " << nrows << " q8 " << q8;
                 }
+            }
+        }
+    }
+}
+
+// The key product with 16 stored rows per register (kv_dot_keys_avx512.cpp, rows of 128 values) against the AVX2
+// kernel, bit for bit: every partial tile size, 1-8 query rows (tiles of 4 and their remainders), queries with
+// zeros, tiny and large values.
+TEST(Nvfp4KvAvx512, KeysInLanesDotEqualsAvx2BitForBit) {
+    if (!cpu_features().avx512) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, DQ, VL, VNNI)";
+    CpuFeatures avx2_only = cpu_features();
+    avx2_only.avx512 = false;
+    std::vector<float> scratch;
+    const int dim = 128;
+    test::TestKvLayer layer(KvCacheDtype::NVFP4, 1, dim, dim, 3);
+    const PagedRows rows = layer.view.k(0);
+    fill_random_nvfp4(rows, 1, 500);
+    fill_random_nvfp4(rows, 2, 501);
+    for (const std::int32_t page : {1, 2}) {
+        for (int count = 1; count <= 128; count += count < 34 ? 1 : 31) {
+            for (std::int64_t arows = 1; arows <= 8; ++arows) {
+                auto a = test::random_floats(static_cast<std::size_t>(arows * dim),
+                                             31 + static_cast<std::uint32_t>(count * 8 + arows), -3.0f, 3.0f);
+                a[0] = 0.0f;
+                a[1] = -0.0f;
+                a[2] = 1e-30f;
+                a[static_cast<std::size_t>(arows * dim - 1)] = 3e30f;
+                const std::int64_t ldo = 133;
+                std::vector<float> wide(static_cast<std::size_t>(arows * ldo), -7.0f), narrow(wide.size(), -7.0f);
+                cpu::dot_kv_rows(rows, page, count, cpu::KvRead::exact, a.data(), arows, wide.data(), ldo, scratch);
+                {
+                    test::ScopedCpuFeatures only(avx2_only);
+                    cpu::dot_kv_rows(rows, page, count, cpu::KvRead::exact, a.data(), arows, narrow.data(), ldo,
+                                     scratch);
+                }
+                ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+                    << "page " << page << " count " << count << " arows " << arows;
             }
         }
     }

@@ -158,7 +158,7 @@ void block_max(const TaskContext& c, const TaskBlocks& tb, std::size_t i, const 
         for (int h = 0; h < r; ++h) {
             const float* raw = logits + ((u - tb.user_off[i]) * r + h) * kKvPageTokens;
             float& m = row_max[t * r + h];
-            for (int j = 0; j < visible; ++j) m = std::max(m, raw[j] * c.shape->softmax_scale);
+            m = scaled_max(raw, visible, c.shape->softmax_scale, m);
         }
     }
 }
@@ -442,8 +442,8 @@ void dense_attention(const KvLayerView& kv, std::span<const AttentionSeq> seqs, 
 }
 
 void sparse_attention(const KvLayerView& kv, std::span<const AttentionSeq> seqs, const float* q,
-                      const std::int32_t* selected, int topk, const AttentionShape& shape,
-                      AttentionNumerics numerics, float* out) {
+                      const std::int32_t* selected, int topk, const AttentionShape& shape, AttentionNumerics numerics,
+                      float* out) {
     MSA_CHECK(selected != nullptr && topk > 0, "sparse attention needs a block selection");
     attend(kv, seqs, q, selected, topk, shape, numerics, out);
 }

@@ -17,6 +17,8 @@ void dot_kv_rows_nvfp4_avx2(const PagedRows& rows, std::int32_t page, int count,
 void read_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, float* out);
 void dot_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* a, std::int64_t arows,
                               float* out, std::int64_t ldo);
+void dot_kv_rows_nvfp4_keys_avx512(const PagedRows& rows, std::int32_t page, int count, const float* a,
+                                   std::int64_t arows, float* out, std::int64_t ldo);
 void pv_kv_rows_nvfp4_avx512(const PagedRows& rows, std::int32_t page, int count, const float* p, int ldp, int nrows,
                              const float* alpha, float* acc);
 
@@ -85,7 +87,13 @@ void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mod
     if (count <= 0 || arows <= 0) return;
     if (rows.dtype == KvCacheDtype::NVFP4 && cpu_features().avx512 && mode == KvRead::exact && rows.dim % 32 == 0 &&
         arows <= kFusedDotMaxRows) {
-        dot_kv_rows_nvfp4_avx512(rows, page, count, a, arows, out, ldo);  // the AVX2 kernel's results, bit for bit
+        // Both the AVX2 kernel's results, bit for bit; rows of 128 values (the models' head and index dimension)
+        // take the kernel with 16 stored rows per register.
+        if (rows.dim == 128) {
+            dot_kv_rows_nvfp4_keys_avx512(rows, page, count, a, arows, out, ldo);
+        } else {
+            dot_kv_rows_nvfp4_avx512(rows, page, count, a, arows, out, ldo);
+        }
         return;
     }
     if (rows.dtype == KvCacheDtype::NVFP4 && cpu_features().avx2 && rows.dim % 16 == 0 && arows <= kFusedDotMaxRows) {

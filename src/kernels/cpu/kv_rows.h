@@ -24,8 +24,9 @@ void read_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mo
 
 // out[i * ldo + t] = a[i] . row t (read as by read_kv_rows with `mode`) for i < arows, t < count: the same FP32 sums
 // as read_kv_rows followed by gemm_nt_f32, bit for bit. Few query rows over NVFP4 (decode) take a fused AVX2 kernel
-// that decodes each stored row once, in registers, for all query rows; otherwise the rows are read into `scratch`
-// (resized as needed) and multiplied there.
+// that decodes each stored row once, in registers, for all query rows (on AVX-512 its bits from kv_rows_avx512.cpp,
+// or for rows of 128 values from kv_dot_keys_avx512.cpp, 16 stored rows per register); otherwise the rows are read
+// into `scratch` (resized as needed) and multiplied there.
 void dot_kv_rows(const PagedRows& rows, std::int32_t page, int count, KvRead mode, const float* a, std::int64_t arows,
                  float* out, std::int64_t ldo, std::vector<float>& scratch);
 

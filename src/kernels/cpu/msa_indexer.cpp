@@ -17,8 +17,8 @@ constexpr std::int32_t kIndexQueryTile = 32;
 
 // Scores of blocks [b_begin, b_end) only; each block's scores are computed the same
 // way whatever the range, so splitting the blocks over threads does not change any result.
-void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups,
-                        std::int32_t i0, std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld,
+void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups, std::int32_t i0,
+                        std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld,
                         std::int32_t b_begin, std::int32_t b_end) {
     const int D = index_k.dim;
     const bool q8 = numerics == AttentionNumerics::q8kv4;
@@ -45,9 +45,7 @@ void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const
             for (int g = 0; g < groups; ++g) {
                 const std::int64_t row = static_cast<std::int64_t>(i - i0) * groups + g;
                 const float* d = dots.data() + row * kKvPageTokens;
-                float m = -std::numeric_limits<float>::infinity();
-                for (int j = 0; j < visible; ++j) m = std::max(m, d[j]);
-                scores[row * ld + b] = m;
+                scores[row * ld + b] = scaled_max(d, visible, 1.0f, -std::numeric_limits<float>::infinity());
             }
         }
     }
@@ -55,8 +53,8 @@ void block_scores_range(const PagedRows& index_k, const AttentionSeq& seq, const
 
 }  // namespace
 
-void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups,
-                      std::int32_t i0, std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld) {
+void msa_block_scores(const PagedRows& index_k, const AttentionSeq& seq, const float* iq, int groups, std::int32_t i0,
+                      std::int32_t i1, AttentionNumerics numerics, float* scores, std::int64_t ld) {
     block_scores_range(index_k, seq, iq, groups, i0, i1, numerics, scores, ld, 0, kMaxMsaBlocks);
 }
 

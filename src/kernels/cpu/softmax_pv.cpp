@@ -17,6 +17,7 @@ void pv_accumulate_rows_avx2(float* acc, const float* alpha, const float* p, int
 void pv_accumulate_rows_avx512(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
                                bool q8kv4, int rows);
 void round_rows_to_e4m3_avx2(float* x, long n);
+float scaled_max_avx2(const float* raw, int n, float scale, float m);
 
 float online_softmax_block(const float* raw, int n, float scale, float& m, float& l, float* p) {
     if (cpu_features().avx2) return online_softmax_block_avx2(raw, n, scale, m, l, p);
@@ -59,6 +60,12 @@ void pv_accumulate_rows(float* acc, const float* alpha, const float* p, int ldp,
         return;
     }
     for (int i = 0; i < rows; ++i) pv_accumulate(acc + i * dim, alpha[i], p + i * ldp, v, n, dim, q8kv4);
+}
+
+float scaled_max(const float* raw, int n, float scale, float m) {
+    if (cpu_features().avx2) return scaled_max_avx2(raw, n, scale, m);
+    for (int j = 0; j < n; ++j) m = std::max(m, raw[j] * scale);
+    return m;
 }
 
 void round_rows_to_e4m3(float* x, long n) {

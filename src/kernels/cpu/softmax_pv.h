@@ -19,6 +19,11 @@ void pv_accumulate(float* acc, float alpha, const float* p, const float* v, int 
 void pv_accumulate_rows(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
                         bool q8kv4, int rows);
 
+// The fold m = std::max(m, raw[j] * scale) over j = 0 .. n - 1 in order, bit for bit: NaN products are skipped, and
+// of equal zeros the first one met is kept (the AVX2 version takes the maximum by lanes and repeats the fold only
+// when that maximum is zero).
+float scaled_max(const float* raw, int n, float scale, float m);
+
 // x[i] = E4M3 value nearest x[i] (Q8KV4 query cast).
 void round_rows_to_e4m3(float* x, long n);
 

@@ -110,12 +110,34 @@ void pv_accumulate_rows_avx2(float* acc, const float* alpha, const float* p, int
         float* a = acc + i0 * dim;
         const float* pi = p + i0 * ldp;
         switch (std::min(4, rows - i0)) {
-            case 1: pv_rows<1>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
-            case 2: pv_rows<2>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
-            case 3: pv_rows<3>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
-            default: pv_rows<4>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4); break;
+            case 1:
+                pv_rows<1>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
+                break;
+            case 2:
+                pv_rows<2>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
+                break;
+            case 3:
+                pv_rows<3>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
+                break;
+            default:
+                pv_rows<4>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
+                break;
         }
     }
+}
+
+// _mm256_max_ps(x, v) is (x > v) ? x : v, so each lane folds exactly as std::max(v, x) does; without NaNs in the
+// lanes their maximum is the fold's value, whose bits are unique unless it is zero.
+float scaled_max_avx2(const float* raw, int n, float scale, float m) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    __m256 vmax = _mm256_set1_ps(m);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(raw + j), vs), vmax);
+    float best = hmax(vmax);
+    for (; j < n; ++j) best = std::max(best, raw[j] * scale);
+    if (best != 0.0f) return best;
+    for (j = 0; j < n; ++j) m = std::max(m, raw[j] * scale);  // +0 or -0: whichever the fold meets first
+    return m;
 }
 
 void round_rows_to_e4m3_avx2(float* x, long n) {
