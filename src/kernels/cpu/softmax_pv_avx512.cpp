@@ -6,6 +6,7 @@
 #include "kernels/cpu/avx512_prelude.h"
 
 #include "kernels/cpu/fp_tables.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/softmax_pv.h"
 #include "kernels/kv_layout.h"
 
@@ -54,24 +55,9 @@ void pv_rows(float* acc, const float* alpha, const float* p, int ldp, const floa
 
 void pv_accumulate_rows_avx512(float* acc, const float* alpha, const float* p, int ldp, const float* v, int n, int dim,
                                bool q8kv4, int rows) {
-    for (int i0 = 0; i0 < rows; i0 += 4) {
-        float* a = acc + i0 * dim;
-        const float* pi = p + i0 * ldp;
-        switch (std::min(4, rows - i0)) {
-            case 1:
-                pv_rows<1>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
-                break;
-            case 2:
-                pv_rows<2>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
-                break;
-            case 3:
-                pv_rows<3>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
-                break;
-            default:
-                pv_rows<4>(a, alpha + i0, pi, ldp, v, n, dim, q8kv4);
-                break;
-        }
-    }
+    for_row_tiles(rows, [&](auto r, std::int64_t i0) {
+        pv_rows<r>(acc + i0 * dim, alpha + i0, p + i0 * ldp, ldp, v, n, dim, q8kv4);
+    });
 }
 
 }  // namespace msa::cpu
