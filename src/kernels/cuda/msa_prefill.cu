@@ -462,18 +462,6 @@ __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0
         }
     }
 }
-// Pass mt (query rows 64 mt .. + 63) against the B tile: eight k16 steps, committed as one group, not waited for.
-__device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
-                                                 int mt) {
-    wgmma_fence_regs(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks)
-        wgmma_m64n128k16_f16_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQTileLead) >> 4),
-                                desc_k + ks * (kWgStepBytes >> 4), ks > 0);
-    wgmma_commit();
-    wgmma_fence_regs(acc);
-}
 // The Q8KV4 indexer (MsaPrefillOptions::idx_q8kv4; msa.md section 5: E4M3 index queries against index keys rounded
 // once to E4M3, as MiniMax's kernels do): pf_index_ss_kernel on FP8 wgmma (m64n128k32, both operands
 // from shared memory). Against the FP16 kernel: the query tile is the raw E4M3 bytes (32 KB instead of 64), the key
@@ -539,18 +527,7 @@ __device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned
         q8_store_piece(tile, kQ8KLead, RawPieces::row_of(tid, k, Split::rows), tid & 3, w);
     }
 }
-__device__ __forceinline__ void issue_index_pass_q8(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
-                                                    int mt) {
-    wgmma_fence_regs(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-        wgmma_m64n128k32_e4m3_ss(acc, desc_q + ((mt * 1024 + ks * 2 * kQ8QLead) >> 4),
-                                 desc_k + ((ks * 2 * kQ8KLead) >> 4), ks > 0);
-    wgmma_commit();
-    wgmma_fence_regs(acc);
-}
-// The two numerics of the shared-memory indexer: the query tile, the key tile's dequantisation, one M = 64 pass.
+// The two numerics of the shared-memory indexer: the query tile, the key tile's dequantisation, the MMA steps.
 struct IdxExact {  // exactly dequantised keys (times 2^-7, scaled back in the maxima), FP16 queries, k16 steps
     static constexpr std::size_t kSmem = kIdxSsSmem, kQTileBytes = kIdxQTileBytes;
     static constexpr float kScoreScale = 128.f;
@@ -562,8 +539,10 @@ struct IdxExact {  // exactly dequantised keys (times 2^-7, scaled back in the m
     }
     __device__ static std::uint64_t desc_q(const unsigned char* qt) { return wg_desc_noswizzle(qt, kQTileLead, 128); }
     __device__ static std::uint64_t desc_k(const unsigned char* t) { return wg_desc_noswizzle(t, kWgLead, kWgStride); }
-    __device__ static void issue(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt) {
-        issue_index_pass(acc, dq, dk, mt);
+    static constexpr int kSteps = 8;  // k16
+    __device__ static void mma_step(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt, int ks) {
+        wgmma_m64n128k16_f16_ss(acc, dq + ((mt * 1024 + ks * 2 * kQTileLead) >> 4), dk + ks * (kWgStepBytes >> 4),
+                                ks > 0);
     }
 };
 struct IdxQ8kv4 {  // keys rounded once to E4M3, raw E4M3 queries, FP8 k32 steps
@@ -577,10 +556,24 @@ struct IdxQ8kv4 {  // keys rounded once to E4M3, raw E4M3 queries, FP8 k32 steps
     }
     __device__ static std::uint64_t desc_q(const unsigned char* qt) { return wg_desc_noswizzle(qt, kQ8QLead, 128); }
     __device__ static std::uint64_t desc_k(const unsigned char* t) { return wg_desc_noswizzle(t, kQ8KLead, 128); }
-    __device__ static void issue(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt) {
-        issue_index_pass_q8(acc, dq, dk, mt);
+    static constexpr int kSteps = 4;  // k32
+    __device__ static void mma_step(float (&acc)[16][4], std::uint64_t dq, std::uint64_t dk, int mt, int ks) {
+        wgmma_m64n128k32_e4m3_ss(acc, dq + ((mt * 1024 + ks * 2 * kQ8QLead) >> 4), dk + ((ks * 2 * kQ8KLead) >> 4),
+                                 ks > 0);
     }
 };
+// Pass mt (query rows 64 mt .. + 63) against the B tile: Fmt's MMA steps over K = 128, committed as one group, not
+// waited for.
+template <class Fmt>
+__device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint64_t desc_q, std::uint64_t desc_k,
+                                                 int mt) {
+    wgmma_fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Fmt::kSteps; ++ks) Fmt::mma_step(acc, desc_q, desc_k, mt, ks);
+    wgmma_commit();
+    wgmma_fence_regs(acc);
+}
 // The indexer with the query tile in shared memory (default; MsaIdxKernel::smem_q), in either numerics (Fmt): both
 // wgmma operands come from shared memory; each block's raw record is loaded into registers one block ahead and
 // dequantised into the single B tile; four M = 64 passes per block, two in flight (the next pass's MMAs run while
@@ -612,16 +605,16 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
         fence_proxy_async_smem();
         __syncthreads();
         float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
-        Fmt::issue(acc0, desc_q, desc_k, 0);
-        Fmt::issue(acc1, desc_q, desc_k, 1);
+        issue_index_pass<Fmt>(acc0, desc_q, desc_k, 0);
+        issue_index_pass<Fmt>(acc1, desc_q, desc_k, 1);
         wgmma_wait1();
         wgmma_fence_regs(acc0);
         store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, sc);
-        Fmt::issue(acc0, desc_q, desc_k, 2);
+        issue_index_pass<Fmt>(acc0, desc_q, desc_k, 2);
         wgmma_wait1();
         wgmma_fence_regs(acc1);
         store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, sc);
-        Fmt::issue(acc1, desc_q, desc_k, 3);
+        issue_index_pass<Fmt>(acc1, desc_q, desc_k, 3);
         wgmma_wait1();
         wgmma_fence_regs(acc0);
         store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, sc);
