@@ -9,7 +9,8 @@
 // warp (MsaPrefillOptions::attn_queries_per_warp; default: the library's); MSA_PF_IDX=smem|pass picks the
 // wgmma indexer kernel (MsaPrefillOptions::idx_kernel; default smem); MSA_PF_IDX_BLOCKS=n sets
 // MsaPrefillOptions::idx_blocks_per_item; MSA_PF_Q8IDX=1 the Q8KV4 (FP8) indexer (MsaPrefillOptions::idx_q8kv4),
-// MSA_PF_Q8ATTN=1 the Q8KV4 attention (MsaPrefillOptions::attn_q8kv4); MSA_PF_WS_GB=x sets
+// MSA_PF_Q8ATTN=1 the Q8KV4 attention (MsaPrefillOptions::attn_q8kv4), MSA_PF_Q8S=1 with its scores on FP8 MMAs
+// too (MsaPrefillOptions::attn_fp8_scores); MSA_PF_WS_GB=x sets
 // MsaPrefillOptions::max_workspace to x GB (fewer, larger query windows).
 #include "kernels/cuda/msa_prefill.h"
 
@@ -126,6 +127,7 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* wg = std::getenv("MSA_PF_WGMMA")) opt.wgmma = std::atoi(wg) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8IDX")) opt.idx_q8kv4 = std::atoi(q8) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8ATTN")) opt.attn_q8kv4 = std::atoi(q8) != 0;
+    if (const char* q8 = std::getenv("MSA_PF_Q8S")) opt.attn_fp8_scores = std::atoi(q8) != 0;
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ws = std::getenv("MSA_PF_WS_GB")) opt.max_workspace = static_cast<std::size_t>(std::atof(ws) * 1e9);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {

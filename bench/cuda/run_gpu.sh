@@ -8,7 +8,9 @@
 #   pbench     prefill set of workloads.md (msa_prefill_bench);  pbmma  the same with the mma.sync kernels
 #              (MSA_PF_WGMMA=0);  pbq8  the same in msa.md's Q8KV4 contract (FP8 indexer and P V:
 #              MSA_PF_Q8IDX=1 MSA_PF_Q8ATTN=1), pbq8i / pbq8a  the indexer / the attention only;
-#              pbalt  the same with the kernels of $BIN/pf_alt_rev.txt (msa_prefill_bench_alt);
+#              pbq8s / pbq8as  pbq8 / pbq8a with the attention's scores on FP8 MMAs too (MSA_PF_Q8S=1);
+#              pbalt  the same with the kernels of $BIN/pf_alt_rev.txt (msa_prefill_bench_alt; pbalts: in pbq8s's
+#              numerics);
 #              pbreg  the same with the per-pass register-A wgmma indexer (MSA_PF_IDX=pass);
 #              pbench2  mma.sync with 2 gathered queries per attention warp (MSA_PF_QPW=2);
 #              pncu2  Nsight Compute of that attention kernel
@@ -68,15 +70,17 @@ for step in ${STEPS//,/ }; do
     pbmma)
       MSA_PF_WGMMA=0 timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_mma.json" 2>> "$R/pbench_mma.err"
       echo "pbmma rc=$?" >> "$R/pbench_mma.err"; tail -2 "$R/pbench_mma.err";;
-    pbq8|pbq8i|pbq8a)  # Q8KV4 indexer and attention / indexer only / attention only
-      I=$([ $step = pbq8a ] && echo 0 || echo 1); A=$([ $step = pbq8i ] && echo 0 || echo 1)
-      MSA_PF_Q8IDX=$I MSA_PF_Q8ATTN=$A timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_${step#pb}.json" \
+    pbq8|pbq8i|pbq8a|pbq8s|pbq8as)  # Q8KV4 indexer and attention / indexer only / attention only; FP8 scores
+      I=$([[ $step = pbq8a* ]] && echo 0 || echo 1); A=$([ $step = pbq8i ] && echo 0 || echo 1)
+      S=$([[ $step = *s ]] && echo 1 || echo 0)
+      MSA_PF_Q8IDX=$I MSA_PF_Q8ATTN=$A MSA_PF_Q8S=$S timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_${step#pb}.json" \
         2>> "$R/pbench_${step#pb}.err"
       echo "$step rc=$?" >> "$R/pbench_${step#pb}.err"; tail -2 "$R/pbench_${step#pb}.err";;
-    pbalt)  # the prefill benchmark of another commit's kernels (stage_gpu_bins.sh PF_ALT_REV)
-      [ -x "$BIN/msa_prefill_bench_alt" ] && timeout $(lim 100) "$BIN/msa_prefill_bench_alt" set \
-        > "$R/pbench_alt.json" 2>> "$R/pbench_alt.err"
-      echo "pbalt rc=$?" >> "$R/pbench_alt.err"; tail -2 "$R/pbench_alt.err";;
+    pbalt|pbalts)  # the prefill benchmark of other kernels (stage_gpu_bins.sh PF_ALT_REV / PF_ALT_FLAGS)
+      S=$([ $step = pbalts ] && echo 1 || echo 0)
+      [ -x "$BIN/msa_prefill_bench_alt" ] && MSA_PF_Q8IDX=$S MSA_PF_Q8ATTN=$S MSA_PF_Q8S=$S timeout $(lim 100) \
+        "$BIN/msa_prefill_bench_alt" set > "$R/pbench_${step#pb}.json" 2>> "$R/pbench_${step#pb}.err"
+      echo "$step rc=$?" >> "$R/pbench_${step#pb}.err"; tail -2 "$R/pbench_${step#pb}.err";;
     pbreg)
       MSA_PF_IDX=pass timeout $(lim 100) "$BIN/msa_prefill_bench" set > "$R/pbench_reg.json" 2>> "$R/pbench_reg.err"
       echo "pbreg rc=$?" >> "$R/pbench_reg.err"; tail -2 "$R/pbench_reg.err";;

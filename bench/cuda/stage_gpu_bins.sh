@@ -44,21 +44,27 @@ fi
 # that one run can hold both an A/B against older kernels (ALT_REV) and a trace of the new ones.
 [ -n "$TRACE" ] && decode_bench "$B/trace" src/kernels/cuda/msa_decode.cu "$DEST/msa_decode_bench_trace" -DMSA_DECODE_TRACE
 # PF_ALT_REV=<commit>: also $DEST/msa_prefill_bench_alt, the prefill benchmark with that commit's msa_prefill.cu (and
-# msa_prefill.h), for a same-run A/B (run_gpu.sh step pbalt).
-if [ -n "$PF_ALT_REV" ]; then
+# msa_prefill.h), for a same-run A/B (run_gpu.sh step pbalt); PF_ALT_FLAGS: extra nvcc flags for its msa_prefill.cu
+# (alone: the working tree's kernels built with them, e.g. PF_ALT_FLAGS=-DMSA_PF_Q8S_CTAS=3).
+if [ -n "$PF_ALT_REV$PF_ALT_FLAGS" ]; then
   A="$B/pfalt"; mkdir -p "$A/kernels/cuda"
-  git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.cu" > "$A/kernels/cuda/msa_prefill.cu"
-  git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.h" > "$A/kernels/cuda/msa_prefill.h"
+  if [ -n "$PF_ALT_REV" ]; then
+    git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.cu" > "$A/kernels/cuda/msa_prefill.cu"
+    git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.h" > "$A/kernels/cuda/msa_prefill.h"
+  else
+    cp src/kernels/cuda/msa_prefill.cu src/kernels/cuda/msa_prefill.h "$A/kernels/cuda/"
+  fi
   cp src/kernels/cuda/msa_decode_internal.h src/kernels/cuda/msa_device.cuh src/kernels/cuda/msa_decode.h \
     src/kernels/cuda/fp4_bits.h "$A/kernels/cuda/"
-  $NVCC -I"$A" $F -c "$A/kernels/cuda/msa_prefill.cu" -o "$A/msa_prefill.o" &
+  # shellcheck disable=SC2086  # PF_ALT_FLAGS is a list of flags
+  $NVCC -I"$A" $F $PF_ALT_FLAGS -c "$A/kernels/cuda/msa_prefill.cu" -o "$A/msa_prefill.o" &
   $NVCC -I"$A" $F -c bench/cuda/msa_prefill_bench.cu -o "$A/msa_prefill_bench.o" &
   $NVCC $F -c src/kernels/cuda/msa_decode.cu -o "$A/msa_decode.o" &
   $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$A/msa_decode_simt.o"
   wait
   $NVCC $F "$A"/msa_prefill.o "$A"/msa_decode.o "$A"/msa_decode_simt.o "$A"/msa_prefill_bench.o \
     -o "$DEST/msa_prefill_bench_alt"
-  echo "$PF_ALT_REV" > "$DEST/pf_alt_rev.txt"
+  echo "${PF_ALT_REV:-working tree} $PF_ALT_FLAGS" > "$DEST/pf_alt_rev.txt"
 fi
 # STAGE=prefill leaves out the decode binaries (the device tool carries at most 64 MiB with the working tree)
 [ "${STAGE:-all}" = prefill ] && rm -f "$DEST/msa_decode_test" "$DEST/msa_decode_bench"

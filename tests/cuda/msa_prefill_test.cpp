@@ -13,7 +13,8 @@
 //  - outputs: every element finite (outputs poisoned with NaN before the call) and within 3e-3 + 3e-3 |o| of the
 //    CPU exact sparse attention over the GPU's own selection (differences: P rounded to FP16, per-block partials
 //    stored in FP16, summation order); the attn_q8kv4 variants against q8kv4_prefill_oracle (msa.md's Q8KV4 contract
-//    per selected block) within the same bound plus the oracle's rounding slack;
+//    per selected block) within the same bound plus the oracle's rounding slack (for the attn_fp8_scores variants
+//    also the slack of a logit error up to 2^-12 of its sum of |products|: Hopper's FP8 accumulation);
 //  - a second run through a captured CUDA graph reproduces the first bit for bit.
 // --small: the cases compute-sanitizer runs.
 #include "kernels/cuda/msa_prefill.h"
@@ -79,10 +80,14 @@ struct Variant {
 // the blocks merged by log-sum-exp; double precision apart from the contract's E4M3 roundings. slack[i]: how far
 // out[i] can move when a probability that sits within 3e-5 (relative) of an E4M3 rounding boundary rounds the other
 // way, as the GPU's exp2 and FP32 logits may differ from these in the last bits.
+// acc_eps > 0 (the attn_fp8_scores variants: S summed by FP8 tensor cores): each logit may be off by up to acc_eps
+// times sum_c |q_c k_c| / sqrt(128) (E, per key; Emax per block and head); the slack then also covers what that does:
+// probabilities within e^(2 Emax) of an E4M3 boundary may round the other way, the block's sum and its outputs move
+// by up to a factor e^(+-2 Emax), and its LSE by up to 3 Emax, which moves the merge weights by up to e^(+-6 Emax).
 static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<MsaPrefillSeq>& seqs,
                                  const std::vector<int>& pt, int max_blocks, const std::vector<float>& qf,
-                                 const std::vector<int>& top, int nq, int nkv, int topk, std::vector<double>& out,
-                                 std::vector<double>& slack) {
+                                 const std::vector<int>& top, int nq, int nkv, int topk, double acc_eps,
+                                 std::vector<double>& out, std::vector<double>& slack) {
     const int G = nq / nkv, npages = (int)pt.size();
     constexpr size_t kRec = 128 * 128;
     // every page's K and V rows, rounded once to E4M3
@@ -102,7 +107,8 @@ static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<M
         }
     auto e4m3 = [](double v) { return (double)msa::e4m3_to_float(msa::float_to_e4m3((float)v)); };
     // one (token, KV head) unit: its G heads over its selected blocks, merged by LSE
-    auto unit = [&](int t, int g, std::vector<double>& ob, std::vector<double>& slb, std::vector<double>& lse) {
+    auto unit = [&](int t, int g, std::vector<double>& ob, std::vector<double>& slb, std::vector<double>& lse,
+                    std::vector<double>& emax) {
         const int s = tok_seq[t], pos = tok_pos[t];
         int nb = 0;
         for (int k = 0; k < topk; ++k) {
@@ -113,13 +119,18 @@ static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<M
             const float *K = &kr[rec], *V = &vr[rec];
             for (int hh = 0; hh < G; ++hh) {
                 const float* q = &qf[((size_t)t * nq + g * G + hh) * 128];
-                double x[128], m = -INFINITY, l = 0;
+                double x[128], m = -INFINITY, l = 0, E = 0;
                 for (int j = 0; j < vis; ++j) {
-                    double d = 0;
-                    for (int c = 0; c < 128; ++c) d += (double)q[c] * K[j * 128 + c];
+                    double d = 0, a = 0;
+                    for (int c = 0; c < 128; ++c) {
+                        d += (double)q[c] * K[j * 128 + c];
+                        a += std::fabs((double)q[c] * K[j * 128 + c]);
+                    }
                     x[j] = d / std::sqrt(128.0);
+                    E = std::max(E, acc_eps * a / std::sqrt(128.0));
                     m = std::max(m, x[j]);
                 }
+                const double grow = std::exp(2 * E) - 1, win = 3e-5 + grow;
                 for (int j = 0; j < vis; ++j) l += std::exp(x[j] - m);
                 double* ot = &ob[(nb * G + hh) * 128];
                 double* st = &slb[(nb * G + hh) * 128];
@@ -128,26 +139,30 @@ static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<M
                 for (int j = 0; j < vis; ++j) {
                     const double y = 448.0 * std::exp(x[j] - m), r = e4m3(y);
                     const double flip =
-                        std::max(std::fabs(e4m3(y * (1 + 3e-5)) - r), std::fabs(e4m3(y * (1 - 3e-5)) - r));
+                        std::max(std::fabs(e4m3(y * (1 + win)) - r), std::fabs(e4m3(y * (1 - win)) - r));
                     for (int c = 0; c < 128; ++c) {
                         ot[c] += r * V[j * 128 + c] / (448.0 * l);
-                        st[c] += flip * std::fabs(V[j * 128 + c]) / (448.0 * l);
+                        st[c] += (flip * (1 + grow) + r * grow) * std::fabs(V[j * 128 + c]) / (448.0 * l);
                     }
                 }
                 lse[nb * G + hh] = m + std::log(l);
+                emax[nb * G + hh] = E;
             }
             ++nb;
         }
         for (int hh = 0; hh < G; ++hh) {
-            double mx = -INFINITY, den = 0;
+            double mx = -INFINITY, den = 0, E = 0;
             for (int k = 0; k < nb; ++k) mx = std::max(mx, lse[k * G + hh]);
             for (int k = 0; k < nb; ++k) den += std::exp(lse[k * G + hh] - mx);
+            for (int k = 0; k < nb; ++k) E = std::max(E, emax[k * G + hh]);
+            const double wgrow = std::exp(6 * E) - 1;
             const size_t o0 = ((size_t)t * nq + g * G + hh) * 128;
             for (int k = 0; k < nb; ++k) {
                 const double w = std::exp(lse[k * G + hh] - mx) / den;
                 for (int c = 0; c < 128; ++c) {
                     out[o0 + c] += w * ob[(k * G + hh) * 128 + c];
-                    slack[o0 + c] += w * slb[(k * G + hh) * 128 + c];
+                    slack[o0 + c] += w * ((1 + wgrow) * slb[(k * G + hh) * 128 + c] +
+                                          wgrow * std::fabs(ob[(k * G + hh) * 128 + c]));
                 }
             }
         }
@@ -157,8 +172,8 @@ static void q8kv4_prefill_oracle(const msa::KvLayerView& kv, const std::vector<M
     std::vector<std::thread> pool;
     for (int th = 0; th < nth; ++th)
         pool.emplace_back([&, th] {
-            std::vector<double> ob(topk * G * 128), slb(ob.size()), lse(topk * G);
-            for (int u = th; u < units; u += nth) unit(u / nkv, u % nkv, ob, slb, lse);
+            std::vector<double> ob(topk * G * 128), slb(ob.size()), lse(topk * G), emax(topk * G);
+            for (int u = th; u < units; u += nth) unit(u / nkv, u % nkv, ob, slb, lse, emax);
         });
     for (auto& th : pool) th.join();
 }
@@ -271,8 +286,14 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     MsaPrefillOptions q8both = q8attn;
     q8both.idx_q8kv4 = true;
     q8both.window_tokens = 200;
+    MsaPrefillOptions q8s = q8attn;
+    q8s.attn_fp8_scores = true;
+    MsaPrefillOptions q8s_both = q8both;
+    q8s_both.attn_fp8_scores = true;
     const Variant variants[] = {{"auto (wgmma)", {}},
                                 {"Q8KV4 attention (FP8 P V)", q8attn},
+                                {"Q8KV4 attention, FP8 scores", q8s},
+                                {"Q8KV4 indexer and attention, FP8 scores, window 200", q8s_both},
                                 {"Q8KV4 indexer and attention, window 200", q8both},
                                 {"Q8KV4 indexer (FP8 wgmma)", q8idx},
                                 {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
@@ -399,11 +420,14 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
         // attention over the GPU's selection: CPU exact mode, or the Q8KV4 oracle above (with its rounding slack)
         bool rows_ok = true;
         for (size_t i = 0; i < ntop; ++i) rows_ok = rows_ok && top[i] >= -1 && top[i] < max_blocks;
-        double max_err = 0;
+        double max_err = 0, sum_sq = 0, worst = 0;  // worst: largest error / its bound
         if (rows_ok) {
             std::vector<double> ref(nout), slack(nout, 0.0);
             if (var.opt.wgmma && var.opt.attn_q8kv4) {
-                q8kv4_prefill_oracle(kv, seqs, pt, max_blocks, qf, top, nq, nkv, topk, ref, slack);
+                // Hopper's FP8 MMAs accumulate with a 13-bit mantissa (reported as a 22-bit float accumulator:
+                // 8 exponent, 13 mantissa bits): a logit may be off by 2^-12 of its sum of |products|
+                const double acc_eps = var.opt.attn_fp8_scores ? std::ldexp(1.0, -12) : 0.0;
+                q8kv4_prefill_oracle(kv, seqs, pt, max_blocks, qf, top, nq, nkv, topk, acc_eps, ref, slack);
             } else {
                 std::vector<float> reff(nout);
                 msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
@@ -414,24 +438,44 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
             size_t bad = 0;
             for (size_t i = 0; i < nout; ++i) {
                 const double err = std::fabs((double)out[i] - ref[i]);
-                const bool ok = std::isfinite(out[i]) && err <= 3e-3 + 3e-3 * std::fabs(ref[i]) + slack[i];
-                if (std::isfinite(out[i]))
+                const double bound = 3e-3 + 3e-3 * std::fabs(ref[i]) + slack[i];
+                const bool ok = std::isfinite(out[i]) && err <= bound;
+                if (std::isfinite(out[i])) {
                     max_err = std::max(max_err, err);
-                else
+                    sum_sq += err * err;
+                    worst = std::max(worst, err / bound);
+                } else
                     max_err = INFINITY;
                 if (!ok && ++bad <= 5)
                     EXPECT(ok, "%s: out[t=%zu h=%zu d=%zu] %g vs ref %g", var.name, i / (nq * 128), (i / 128) % nq,
                            i % 128, out[i], ref[i]);
             }
             if (bad > 5) EXPECT(false, "%s: %zu output elements out of tolerance", var.name, bad);
+            if (var.opt.wgmma && var.opt.attn_q8kv4 && var.opt.attn_fp8_scores) {
+                // the FP8 accumulation of the scores must cost less than the contract's own roundings: the rms of
+                // out - oracle below the rms of oracle - exact (CPU exact mode over the same selection)
+                std::vector<float> exact(nout);
+                msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
+                msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
+                                           exact.data());
+                double contract_sq = 0;
+                for (size_t i = 0; i < nout; ++i) contract_sq += (ref[i] - exact[i]) * (ref[i] - exact[i]);
+                const double rms_fp8 = std::sqrt(sum_sq / nout), rms_contract = std::sqrt(contract_sq / nout);
+                std::printf("  [%s] rms |out - oracle| %.3g, rms |oracle - exact| (the contract's roundings) %.3g\n",
+                            var.name, rms_fp8, rms_contract);
+                EXPECT(rms_fp8 < rms_contract, "%s: FP8 score error (rms %.3g) not below the contract's (rms %.3g)",
+                       var.name, rms_fp8, rms_contract);
+            }
         } else {
             EXPECT(false, "%s: top-k rows hold invalid ids; attention not checked", var.name);
         }
         std::printf(
             "  prefill [%s]: windows=%zu items=%zu ws=%.1f MB; %zu block scores of the last window, max err %.3g; "
-            "keyed rows equal to CPU %zu/%zu (picks outside the strict rule: %zu); max |out - cpu| = %.3g; %s\n",
+            "keyed rows equal to CPU %zu/%zu (picks outside the strict rule: %zu); max |out - cpu| = %.3g, rms %.3g, "
+            "largest error / bound %.3g; %s\n",
             var.name, plan.windows.size(), plan.items.size() / 8, plan.total_bytes / 1e6, nscores, max_serr, same,
-            sparse_rows, loose_picks, max_err, g_fail == vf0 ? "PASS" : "FAIL");
+            sparse_rows, loose_picks, max_err, std::sqrt(sum_sq / std::max<size_t>(nout, 1)), worst,
+            g_fail == vf0 ? "PASS" : "FAIL");
         (void)G;
         CK(cudaFree(ws));
     }

@@ -209,6 +209,43 @@ __device__ __forceinline__ void dequant_vt_q8(const RawPieces& raw, unsigned cha
         }
     }
 }
+// A K record's pieces (row split) -> the E4M3 K tile of FP8 scores (pf_attn_wg_kernel<true, true>): K-major like
+// the V^T tile, 16-byte core-matrix rows; key n's half u of k32 step ks (logical k 16u .. 16u + 15) sits at
+// (2 ks + u) * 2048 + (n >> 3) * 128 + (n & 7) * 16, and its word c holds dims 32c + 8ks + 4u + 0..3. With that
+// order an MMA lane c's A fragments are plain words of its query rows' bytes [32c, 32c + 32) (q8s_frags_from_raw):
+// no conversion of the queries at all. Values: exactly dequantised, rounded once to E4M3. Stores: a warp's 8 rows x
+// 4 pieces fill one 128-byte core matrix per store instruction (conflict free).
+constexpr unsigned kQ8sLead = 2048, kQ8sStepBytes = 2 * kQ8sLead;
+constexpr std::size_t kQ8sTileBytes = std::size_t{kBlock} * kHeadDim;  // 16 KB of E4M3
+__device__ __forceinline__ void dequant_k_q8s(const RawPieces& raw, unsigned char* tile, int tid) {
+    const int ch = tid & 3;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int row = RawPieces::row_of(tid, k, Split::rows);
+        std::uint32_t o[16];  // o[4m + i]: dims (32ch + 8m + i, + 4)
+        dequant_words<false>(raw.v[k], raw.sc[k], o);
+        unsigned char* base = tile + (row >> 3) * 128 + (row & 7) * 16 + 4 * ch;
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+            const std::uint32_t a = h2x2_to_e4m3x4(o[4 * ks], o[4 * ks + 1]);      // dims +0, +4, +1, +5
+            const std::uint32_t b = h2x2_to_e4m3x4(o[4 * ks + 2], o[4 * ks + 3]);  // dims +2, +6, +3, +7
+            *reinterpret_cast<std::uint32_t*>(base + 2 * ks * kQ8sLead) = prmt(a, b, 0x6420);        // +0 .. +3
+            *reinterpret_cast<std::uint32_t*>(base + (2 * ks + 1) * kQ8sLead) = prmt(a, b, 0x7531);  // +4 .. +7
+        }
+    }
+}
+// The E4M3 A fragments of FP8 scores from a lane's raw query bytes (load_rows_raw: x[h][v] = row r + 8h, bytes
+// 32c + 16v ..): step ks, register 2u + h = row r + 8h, dims 32c + 8ks + 4u + 0..3 (dequant_k_q8s's order).
+__device__ __forceinline__ void q8s_frags_from_raw(const uint4 (&x)[2][2], std::uint32_t (&a)[4][4]) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint4& q = x[h][ks >> 1];
+            a[ks][h] = (ks & 1) ? q.z : q.x;
+            a[ks][2 + h] = (ks & 1) ? q.w : q.y;
+        }
+}
 // MMA A fragments of rows ra and rb (E4M3, 128 bytes each; null: a zero row) for the permuted tile order: k-step ks
 // pairs tile chunks 2ks and 2ks + 1, i.e. dims 32c + 8(ks >> 1) + 2(ks & 1) + {0, 4} and + {1, 5}. Exact.
 // Split in two so that a kernel can issue the loads early: load_rows_raw (this lane's 32 bytes of each row) and
@@ -780,6 +817,10 @@ struct PfAttn {
     int nq, nkv, G, topk, t0;
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
+constexpr std::size_t kAttnSmemQ8s = 2 * kQ8sTileBytes;  // E4M3 K and V^T tiles (FP8 scores)
+__host__ __device__ constexpr std::size_t attn_smem(const MsaPrefillOptions& o) {
+    return o.wgmma && o.attn_q8kv4 && o.attn_fp8_scores ? kAttnSmemQ8s : kAttnSmem;
+}
 // Entry ie of a chunk (entries below end): its code (token << 4 | slot) and its token's position; code and pos stay
 // untouched past end.
 __device__ __forceinline__ void chunk_entry(const PfAttn& p, int ie, int end, int& code, int& pos) {
@@ -1028,14 +1069,22 @@ __global__ void __launch_bounds__(128, 3) pf_attn_kernel(const PfAttn p) {
 // kQ8: msa.md section 5's Q8KV4 contract (MsaPrefillOptions::attn_q8kv4): K and V rounded once to E4M3; S = Q K^T
 // as above (exact products of E4M3 values, FP32 sums); P V on FP8 wgmma with E4M3(448 P) and the E4M3 V^T tile
 // (dequant_vt_q8, 16 KB), scaled by 1 / (448 sum). Per selected block, as MiniMax's prefill kernel computes it.
-template <bool kQ8>
-__global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
+// kQ8s (with kQ8; MsaPrefillOptions::attn_fp8_scores): S on FP8 wgmma too, from the raw E4M3 query bytes and an E4M3 K
+// tile (dequant_k_q8s): the same products, but summed by Hopper's FP8 tensor-core accumulation instead of FP32
+// (docs/cuda-notes.md section 25); 32 KB of shared memory.
+#ifndef MSA_PF_Q8S_CTAS  // resident FP8-score attention CTAs per SM the register budget is sized for
+#define MSA_PF_Q8S_CTAS 4
+#endif
+template <bool kQ8, bool kQ8s = false>
+__global__ void __launch_bounds__(128, kQ8s ? MSA_PF_Q8S_CTAS : 3) pf_attn_wg_kernel(const PfAttn p) {
+    static_assert(kQ8 || !kQ8s, "FP8 scores only within the Q8KV4 attention");
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* kt = smem;
-    unsigned char* vt = smem + kTileBytes;
+    unsigned char* vt = smem + (kQ8s ? kQ8sTileBytes : kTileBytes);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
     const int total = *p.num_chunks;
-    const std::uint64_t desc_k = wg_desc_noswizzle(kt, kWgLead, kWgStride);
+    const std::uint64_t desc_k =
+        kQ8s ? wg_desc_noswizzle(kt, kQ8sLead, 128) : wg_desc_noswizzle(kt, kWgLead, kWgStride);
     const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
     // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
     // chunk computes, so a chunk starts with L2 hits instead of a chain of dependent DRAM round trips.
@@ -1051,7 +1100,10 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             RawPieces rk, rv;
             rk.load(p.k_cache + rec, valid, tid, Split::rows);
             rv.load(p.v_cache + rec, valid, tid, kQ8 ? Split::quads : Split::pairs);
-            dequant_pieces<false, kQ8>(rk, kt, tid, WgTile{});
+            if constexpr (kQ8s)
+                dequant_k_q8s(rk, kt, tid);
+            else
+                dequant_pieces<false, kQ8>(rk, kt, tid, WgTile{});
             if constexpr (kQ8)
                 dequant_vt_q8(rv, vt, tid);
             else
@@ -1091,11 +1143,18 @@ __global__ void __launch_bounds__(128, 3) pf_attn_wg_kernel(const PfAttn p) {
             const int code = __shfl_sync(0xffffffffu, my_code, k);
             const int pos = __shfl_sync(0xffffffffu, my_pos, k);
             const int tl = code >> 4, slot = code & 15;
-            std::uint32_t qa[8][4];
-            a_perm_from_raw(qx, qa);
-            if (k + 1 < n_iter) query_rows(k + 1, qx);
             float s[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
-            wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
+            if constexpr (kQ8s) {
+                std::uint32_t qa[4][4];
+                q8s_frags_from_raw(qx, qa);
+                if (k + 1 < n_iter) query_rows(k + 1, qx);
+                wgmma_m64n128k128_e4m3(s, qa, desc_k, kQ8sStepBytes);
+            } else {
+                std::uint32_t qa[8][4];
+                a_perm_from_raw(qx, qa);
+                if (k + 1 < n_iter) query_rows(k + 1, qx);
+                wgmma_m64n128k128_f16(s, qa, desc_k, kWgStepBytes);
+            }
             std::conditional_t<kQ8, QueryProbsQ8, QueryProbs> qp;
             float o[16][4];  // not initialised: the first wgmma overwrites it (scale-d = 0)
             const int lim = live ? pos - b * kBlock : kBlock - 1;  // keys <= lim visible (>= 0: b <= local)
@@ -1321,8 +1380,10 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    const void* attn = opt.wgmma         ? opt.attn_q8kv4 ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
-                                                          : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>)
+    const void* attn = opt.wgmma         ? opt.attn_q8kv4 && opt.attn_fp8_scores
+                                               ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true, true>)
+                                           : opt.attn_q8kv4 ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
+                                                            : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>)
                        : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
                                          : reinterpret_cast<const void*>(pf_attn_kernel<2>);
     static bool attrs_set = false;
@@ -1339,10 +1400,11 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<true>), kAttnSmem);
+        set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<true, true>), kAttnSmemQ8s);
         attrs_set = true;
     }
     int per_sm = 0;  // persistent grid: exactly the CTAs that fit at once (a second wave would start late)
-    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, kAttnSmem));
+    detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attn, 128, attn_smem(opt)));
     p.attn_ctas = std::max(1, per_sm) * sm_count();
     return p;
 }
@@ -1399,7 +1461,9 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
         const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
                         w.t0};
-        if (p.opt.wgmma && p.opt.attn_q8kv4)
+        if (p.opt.wgmma && p.opt.attn_q8kv4 && p.opt.attn_fp8_scores)
+            pf_attn_wg_kernel<true, true><<<p.attn_ctas, 128, kAttnSmemQ8s, stream>>>(ap);
+        else if (p.opt.wgmma && p.opt.attn_q8kv4)
             pf_attn_wg_kernel<true><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
         else if (p.opt.wgmma)
             pf_attn_wg_kernel<false><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);

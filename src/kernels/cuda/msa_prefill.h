@@ -50,6 +50,9 @@ struct MsaPrefillOptions {
     // wgmma attention in the Q8KV4 contract (K and V rounded once to E4M3, P V on FP8 MMAs with E4M3(448 P): msa.md
     // section 5, per selected block as MiniMax's prefill kernel) instead of exact K/V and FP16 P
     bool attn_q8kv4 = false;
+    // with attn_q8kv4: S = Q K^T on FP8 wgmma as well (E4M3 queries and keys are the contract's values, but Hopper's
+    // FP8 tensor cores sum them with about 13 mantissa bits instead of FP32: docs/cuda-notes.md section 25)
+    bool attn_fp8_scores = false;
 };
 
 struct MsaPrefillPlan {
