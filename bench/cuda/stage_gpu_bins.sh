@@ -43,22 +43,24 @@ fi
 # -DMSA_DECODE_TRACE (its `trace B:L:q,...` mode prints the phase timeline; bench/cuda/trace_table.py tables it), so
 # that one run can hold both an A/B against older kernels (ALT_REV) and a trace of the new ones.
 [ -n "$TRACE" ] && decode_bench "$B/trace" src/kernels/cuda/msa_decode.cu "$DEST/msa_decode_bench_trace" -DMSA_DECODE_TRACE
-# PF_ALT_REV=<commit>: also $DEST/msa_prefill_bench_alt, the prefill benchmark with that commit's msa_prefill.cu (and
-# msa_prefill.h), for a same-run A/B (run_gpu.sh step pbalt); PF_ALT_FLAGS: extra nvcc flags for its msa_prefill.cu
-# (alone: the working tree's kernels built with them, e.g. PF_ALT_FLAGS=-DMSA_PF_Q8S_CTAS=3).
+# PF_ALT_REV=<commit>: also $DEST/msa_prefill_bench_alt, the prefill benchmark with that commit's msa_prefill.cu,
+# msa_prefill.h and msa_prefill_bench.cu, for a same-run A/B (run_gpu.sh step pbalt); PF_ALT_FLAGS: extra nvcc flags
+# for its msa_prefill.cu (alone: the working tree's kernels built with them, e.g. PF_ALT_FLAGS=-DMSA_PF_Q8S_CTAS=3).
 if [ -n "$PF_ALT_REV$PF_ALT_FLAGS" ]; then
   A="$B/pfalt"; mkdir -p "$A/kernels/cuda"
-  if [ -n "$PF_ALT_REV" ]; then
+  if [ -n "$PF_ALT_REV" ]; then  # that commit's benchmark too: its options are those of its msa_prefill.h
     git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.cu" > "$A/kernels/cuda/msa_prefill.cu"
     git show "$PF_ALT_REV:src/kernels/cuda/msa_prefill.h" > "$A/kernels/cuda/msa_prefill.h"
+    git show "$PF_ALT_REV:bench/cuda/msa_prefill_bench.cu" > "$A/msa_prefill_bench.cu"
   else
     cp src/kernels/cuda/msa_prefill.cu src/kernels/cuda/msa_prefill.h "$A/kernels/cuda/"
+    cp bench/cuda/msa_prefill_bench.cu "$A/msa_prefill_bench.cu"
   fi
   cp src/kernels/cuda/msa_decode_internal.h src/kernels/cuda/msa_device.cuh src/kernels/cuda/msa_decode.h \
     src/kernels/cuda/fp4_bits.h "$A/kernels/cuda/"
   # shellcheck disable=SC2086  # PF_ALT_FLAGS is a list of flags
   $NVCC -I"$A" $F $PF_ALT_FLAGS -c "$A/kernels/cuda/msa_prefill.cu" -o "$A/msa_prefill.o" &
-  $NVCC -I"$A" $F -c bench/cuda/msa_prefill_bench.cu -o "$A/msa_prefill_bench.o" &
+  $NVCC -I"$A" $F -c "$A/msa_prefill_bench.cu" -o "$A/msa_prefill_bench.o" &
   $NVCC $F -c src/kernels/cuda/msa_decode.cu -o "$A/msa_decode.o" &
   $NVCC $F -c src/kernels/cuda/msa_decode_simt.cu -o "$A/msa_decode_simt.o"
   wait

@@ -501,6 +501,9 @@ int main(int argc, char** argv) {
         run_case("GQA8 32/4 top8", 32, 4, 8, {{1500, 2500}, {200, 1200}}, 5);
         run_case("GQA16 16/1 top16 one head", 16, 1, 16, {{900, 2600}}, 6);
         run_case("GQA2 16/8 top4", 16, 8, 4, {{400, 1100}, {33, 700}}, 7);
+        // rows of 500-550 blocks: the top-k's threshold path with many keys per lane (and its list fallback
+        // whenever more than 32 keys reach the threshold)
+        run_case("real 64/4 top16 48 tokens on a 70K prefix", 64, 4, 16, {{48, 70000}}, 8);
     }
     std::printf(g_fail ? "FAILED (%d)\n" : "ALL PASSED\n", g_fail);
     return g_fail ? 1 : 0;

@@ -678,11 +678,75 @@ struct PfTopk {
     int max_blocks, nkv, topk, total_blocks, t0, rows;
 };
 
+// One value per lane, sorted descending across the warp (bitonic: 15 exchange steps).
+__device__ __forceinline__ std::uint32_t warp_sort_desc(std::uint32_t v, int lane) {
+#pragma unroll
+    for (int size = 2; size <= 32; size <<= 1)
+#pragma unroll
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            const std::uint32_t o = __shfl_xor_sync(0xffffffffu, v, stride);
+            const bool desc = (lane & size) == 0, lower = (lane & stride) == 0;
+            v = desc == lower ? max(v, o) : min(v, o);
+        }
+    return v;
+}
+// The keyed top-(k-1) of n <= 1024 scores (v0, v1: 16 per lane as load_score_vectors gives them, blocks lane + 32 j
+// and 512 + lane + 32 j) by a threshold: the (k-1)-th largest of the 32 lanes' largest keys is a key K that at least
+// k - 1 keys reach, so no key below K can be picked. When at most 32 keys reach it (the usual case: keys are
+// distinct), they are gathered through `surv` (32 words of shared memory for this warp) and sorted across the warp;
+// otherwise (many near-equal scores) the lanes' sorted top-15 lists are merged as for longer rows. Lane j < k - 1
+// returns the block of the j-th largest key, other lanes -1: the same picks either way.
+__device__ int keyed_topk_short(const float (&v0)[16], const float (&v1)[16], int n, int k, int lane,
+                                const KeyedQuant& kq, std::uint32_t* surv) {
+    std::uint32_t x[32];  // 0 past n: below every real key (whose low half ~block is never 0 for block < 8192)
+    std::uint32_t mx = 0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        const int blk = (j < 16 ? 0 : 512) + lane + 32 * (j & 15);
+        x[j] = blk < n ? keyed_key(j < 16 ? v0[j] : v1[j - 16], kq, blk) : 0u;
+        mx = max(mx, x[j]);
+    }
+    const std::uint32_t kth = __shfl_sync(0xffffffffu, warp_sort_desc(mx, lane), (k + 30) & 31);  // (k-1)-th
+    int c = 0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) c += x[j] != 0u && x[j] >= kth;
+    int incl = c;  // inclusive prefix over the lanes
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += t;
+    }
+    if (k >= 2 && __shfl_sync(0xffffffffu, incl, 31) <= 32) {
+        surv[lane] = 0u;
+        __syncwarp();
+        int at = incl - c;
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+            if (x[j] != 0u && x[j] >= kth) surv[at++] = x[j];
+        __syncwarp();
+        const std::uint32_t sorted = warp_sort_desc(surv[lane], lane);
+        __syncwarp();  // surv is free again
+        return lane < k - 1 && sorted != 0u ? static_cast<int>(~sorted & 0xFFFFu) : -1;
+    }
+    std::uint32_t top[15], y[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) y[j] = x[j];
+    sort16_desc(y);
+#pragma unroll
+    for (int j = 0; j < 15; ++j) top[j] = y[j];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) y[j] = x[16 + j];
+    sort16_desc(y);
+    top15_merge(top, y);
+    return top15_pick(top, k, lane, -1);
+}
+
 // Keyed top-(k-1) of history scores sc[0..n) by one warp (msa.md section 3): lane j < k-1 returns the j-th pick.
 // As the decode's topk_pick: the scores are read 512 at a time with every load issued before any is used, the first
 // 1024 stay in registers for the second pass, and each lane's keys of a 512-score chunk are sorted (16 at once) and
-// merged into its top-15 list instead of being inserted one by one (a 15-step dependent chain per score).
-__device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
+// merged into its top-15 list instead of being inserted one by one (a 15-step dependent chain per score). Rows of at
+// most 1024 blocks (128K tokens) go to keyed_topk_short (session 20: 95 -> 70 us per 8K tokens on a 120K prefix).
+__device__ int keyed_topk_warp(const float* sc, int n, int k, int lane, std::uint32_t* surv) {
     float v0[16], v1[16];
     load_score_vectors<float>(sc, 0, n, lane, v0);
     if (n > 512) load_score_vectors<float>(sc, 512, n, lane, v1);
@@ -699,6 +763,7 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
     };
     each_chunk([&](const float (&v)[16], int base) { chunk_min_max(v, base, n, lane, mn, mx); });
     const KeyedQuant kq = keyed_quant(warp_min(mn), warp_max(mx));
+    if (n <= 1024) return keyed_topk_short(v0, v1, n, k, lane, kq, surv);
     std::uint32_t top[15];
 #pragma unroll
     for (int j = 0; j < 15; ++j) top[j] = 0;
@@ -707,6 +772,7 @@ __device__ int keyed_topk_warp(const float* sc, int n, int k, int lane) {
 }
 
 __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
+    __shared__ std::uint32_t s_surv[4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wr = blockIdx.x * 4 + warp;
     if (wr >= p.rows) return;
@@ -716,7 +782,8 @@ __global__ void __launch_bounds__(128) pf_topk_kernel(const PfTopk p) {
     if (local + 1 <= p.topk) {
         blk = lane <= local ? lane : -1;
     } else {
-        blk = keyed_topk_warp(p.scores + static_cast<std::size_t>(wr) * p.max_blocks, local, p.topk, lane);
+        blk = keyed_topk_warp(p.scores + static_cast<std::size_t>(wr) * p.max_blocks, local, p.topk, lane,
+                              s_surv[warp]);
         if (lane == p.topk - 1) blk = local;
     }
     if (lane < p.topk) {
@@ -781,7 +848,10 @@ __global__ void __launch_bounds__(kScanThreads) pf_scan_kernel(const PfScan p) {
         off += cnt;
         coff += nch;
     }
-    if (tid == kScanThreads - 1) *p.num_chunks = coff;
+    if (tid == kScanThreads - 1) {
+        p.num_chunks[0] = coff;
+        p.num_chunks[1] = 0;  // the wgmma attention's chunk counter (pf_attn_wg_kernel)
+    }
 }
 
 // ---------------------------------------------------------------- 4. fill
@@ -809,7 +879,7 @@ struct PfAttn {
     const std::uint8_t* k_cache;
     const std::uint8_t* v_cache;
     PfMeta m;
-    const int* num_chunks;
+    int* num_chunks;  // [0] the window's chunks, [1] the wgmma attention's chunk counter
     const int4* chunks;
     const int* entries;
     __half* part_o;
@@ -1082,20 +1152,34 @@ __global__ void __launch_bounds__(128, kQ8s ? MSA_PF_Q8S_CTAS : 3) pf_attn_wg_ke
     unsigned char* kt = smem;
     unsigned char* vt = smem + (kQ8s ? kQ8sTileBytes : kTileBytes);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, r = lane >> 2, c = lane & 3;
-    const int total = *p.num_chunks;
+    const int total = p.num_chunks[0];
     const std::uint64_t desc_k =
         kQ8s ? wg_desc_noswizzle(kt, kQ8sLead, 128) : wg_desc_noswizzle(kt, kWgLead, kWgStride);
     const std::uint64_t desc_v = wg_desc_noswizzle(vt, kWgLead, kWgStride);
-    // The next chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
+    // Chunks are taken dynamically: CTA b starts with chunk b, then each claims its next one from the window's counter
+    // (num_chunks[1], zeroed by pf_scan_kernel) while it computes the current one, so CTAs that drew short chunks take
+    // more and the grid ends together (a fixed stride left a tail of CTAs still working on their last chunks). The
+    // claimed chunk's descriptor is loaded one chunk ahead and its K/V records are prefetched into L2 while this
     // chunk computes, so a chunk starts with L2 hits instead of a chain of dependent DRAM round trips.
-    int4 next_cd = blockIdx.x < total ? p.chunks[blockIdx.x] : make_int4(0, 0, 0, 0);
-    for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const int4 cd = next_cd;
-        const bool has_next = w + static_cast<int>(gridDim.x) < total;
-        if (has_next) next_cd = p.chunks[w + gridDim.x];
+    __shared__ int s_next;
+    __shared__ int4 s_next_cd;
+    auto claim = [&] {  // thread 0: the chunk after the one being computed
+        const int nw = static_cast<int>(gridDim.x) + atomicAdd(p.num_chunks + 1, 1);
+        s_next = nw;
+        s_next_cd = nw < total ? p.chunks[nw] : make_int4(0, 0, 0, 0);
+    };
+    if (tid == 0 && static_cast<int>(blockIdx.x) < total) claim();
+    int4 cd_cur = static_cast<int>(blockIdx.x) < total ? p.chunks[blockIdx.x] : make_int4(0, 0, 0, 0);
+    for (int w = blockIdx.x; w < total;) {
+        const int4 cd = cd_cur;
+        // The next chunk's claim (by thread 0, before the previous chunk's queries) is visible after this barrier,
+        // and the previous chunk's tiles are no longer read (every warp has waited for its wgmmas).
+        __syncthreads();
+        const int w_next = s_next;
+        const int4 next_cd = s_next_cd;
+        const bool has_next = w_next < total;
         const int begin = cd.x, end = cd.y, g = chunk_head(cd.w), b = chunk_block(cd.w), valid = chunk_valid(cd.w);
         const std::size_t rec = static_cast<std::size_t>(cd.z) * kPageHeadBytes;
-        __syncthreads();  // the previous chunk's tiles are no longer read (every warp has waited for its wgmmas)
         {  // both records' loads before either decoding: V's latency hides behind K's decoding
             RawPieces rk, rv;
             rk.load(p.k_cache + rec, valid, tid, Split::rows);
@@ -1119,6 +1203,7 @@ __global__ void __launch_bounds__(128, kQ8s ? MSA_PF_Q8S_CTAS : 3) pf_attn_wg_ke
         if (lane < kQc / 4) chunk_entry(p, begin + warp + 4 * lane, end, my_code, my_pos);
         fence_proxy_async_smem();
         __syncthreads();
+        if (tid == 0 && has_next) claim();  // every thread has read s_next (before the barrier above)
         const int n_iter = (end - begin + 3) >> 2;
         // This warp's query rows of iteration k (raw E4M3), loaded one iteration ahead: the load runs under the
         // previous query's MMAs and softmax instead of in front of its own.
@@ -1188,6 +1273,8 @@ __global__ void __launch_bounds__(128, kQ8s ? MSA_PF_Q8S_CTAS : 3) pf_attn_wg_ke
                 if (r + 8 < p.G) p.part_lse[unit * 16 + r + 8] = qp.lse[1];
             }
         }
+        w = w_next;
+        cd_cur = next_cd;
     }
 }
 
@@ -1373,7 +1460,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.scores_off = take(Wt * nkv * max_blocks * 4);
     p.counts_off = take(N * 4);
     p.cursor_off = take(N * 4);
-    p.num_chunks_off = take(4);
+    p.num_chunks_off = take(8);  // the window's chunk count, the attention's chunk counter
     p.chunks_off = take((picks / kQc + N + 1) * sizeof(int4));
     p.entries_off = take(picks * 4);
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
