@@ -1,5 +1,6 @@
 // Norms, RoPE, swigluoai, MoE routing and the E4M3 rounding helpers against plain references written here.
 #include "core/cpu_features.h"
+#include "core/parallel.h"
 #include "formats/scalar_formats.h"
 #include "kernels/cpu/fp_tables.h"
 #include "kernels/cpu/moe_routing.h"
@@ -14,6 +15,8 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -41,6 +44,60 @@ TEST(GemmaRmsNorm, MatchesFormula) {
     std::vector<float> z(dim, 0.0f);
     cpu::gemma_rms_norm(z.data(), w.data(), 1, dim, 1e-6f, z.data());
     for (float v : z) EXPECT_EQ(v, 0.0f);
+}
+
+// The rows' sums of squares advance four at a time; each row must still give the one-row-at-a-time loop's bits (the
+// code before session 20, written out here), for every count of rows around the groups of four, in place too.
+TEST(GemmaRmsNorm, RowsInGroupsOfFourEqualOneRowAtATimeBitForBit) {
+    const int saved = num_threads();
+    for (const int dim : {16, 96, 128, 1024}) {
+        for (int rows = 1; rows <= 11; ++rows) {
+            const auto x = random_floats(static_cast<std::size_t>(rows * dim), 40 + rows, -3, 3);
+            const auto w = random_floats(static_cast<std::size_t>(dim), 41, -0.5, 0.5);
+            std::vector<float> expect(x.size());
+            for (int r = 0; r < rows; ++r) {
+                const float* xr = x.data() + r * dim;
+                double ss = 0.0;
+                for (int i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+                const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + 1e-6f));
+                for (int i = 0; i < dim; ++i) expect[r * dim + i] = (xr[i] * inv) * (1.0f + w[i]);
+            }
+            for (const int threads : {1, 2, 3}) {
+                set_num_threads(threads);
+                std::vector<float> y(x.size(), NAN);
+                cpu::gemma_rms_norm(x.data(), w.data(), rows, dim, 1e-6f, y.data());
+                EXPECT_EQ(0, std::memcmp(y.data(), expect.data(), y.size() * 4))
+                    << "dim " << dim << ", rows " << rows << ", " << threads << " threads";
+                auto z = x;
+                cpu::gemma_rms_norm(z.data(), w.data(), rows, dim, 1e-6f, z.data());
+                EXPECT_EQ(0, std::memcmp(z.data(), expect.data(), z.size() * 4)) << "in place, dim " << dim;
+            }
+        }
+    }
+    set_num_threads(saved);
+}
+
+// rope_tables_reused() gives rope_tables()'s values for whatever it is asked, whether the arguments repeat or change.
+TEST(Rope, ReusedTablesEqualFreshTables) {
+    const std::vector<std::int32_t> a = {4096, 4097}, b = {4096, 4098}, c = {4096};
+    struct Call {
+        const std::vector<std::int32_t>* pos;
+        int rotary;
+        double theta;
+    };
+    const Call calls[] = {{&a, 64, 5e6}, {&a, 64, 5e6}, {&b, 64, 5e6}, {&b, 64, 5e6}, {&c, 64, 5e6},
+                          {&a, 32, 5e6}, {&a, 64, 1e4}, {&a, 64, 5e6}, {&c, 64, 5e6}};
+    for (std::size_t i = 0; i < std::size(calls); ++i) {
+        const Call& k = calls[i];
+        const auto count = static_cast<std::int64_t>(k.pos->size());
+        const cpu::RopeTables fresh = cpu::rope_tables(k.pos->data(), count, k.rotary, k.theta);
+        const cpu::RopeTables& reused = cpu::rope_tables_reused(k.pos->data(), count, k.rotary, k.theta);
+        EXPECT_EQ(reused.half, fresh.half) << "call " << i;
+        ASSERT_EQ(reused.cos.size(), fresh.cos.size()) << "call " << i;
+        ASSERT_EQ(reused.sin.size(), fresh.sin.size()) << "call " << i;
+        EXPECT_EQ(0, std::memcmp(reused.cos.data(), fresh.cos.data(), fresh.cos.size() * 4)) << "call " << i;
+        EXPECT_EQ(0, std::memcmp(reused.sin.data(), fresh.sin.data(), fresh.sin.size() * 4)) << "call " << i;
+    }
 }
 
 TEST(Rope, PartialNeoxRotationInFloat64) {

@@ -1,8 +1,13 @@
 // MoE and MLP blocks against a reference written here in double precision from model.md: sigmoid router with
 // correction bias, top-k, renormalisation and scaling, swigluoai experts, shared expert; and the W4A4 variant
 // with activations quantised by the formats library.
-#include "formats/nvfp4.h"
 #include "kernels/cpu/ffn.h"
+#include "core/parallel.h"
+#include "formats/nvfp4.h"
+#include "kernels/cpu/activation_quant.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/moe_routing.h"
+#include "kernels/cpu/swiglu.h"
 #include "support/test_data.h"
 
 #include <gtest/gtest.h>
@@ -147,6 +152,160 @@ TEST(Moe, TokensAreIndependentOfTheBatch) {
             }
         }
     }
+}
+
+// moe_forward() as it was before session 20 (its buffers allocated per call, the router alone, every swigluoai and
+// fc2 quantisation serially after the gate/up region), written out here: the current one must give its bits.
+void moe_forward_serial_reference(const MoeLayer& layer, const float* x, std::int64_t m, float* out,
+                                  ActivationMode mode) {
+    const std::int64_t hidden = layer.router.cols;
+    const int num_experts = static_cast<int>(layer.experts.size());
+    const int k = layer.top_k;
+    std::vector<float> logits(static_cast<std::size_t>(m * num_experts));
+    cpu::linear(layer.router, x, m, logits.data(), ActivationMode::exact);
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(m * k));
+    std::vector<float> weights(ids.size());
+    cpu::route_experts(logits.data(), layer.router_bias, m, num_experts, k, layer.routed_scaling_factor, ids.data(),
+                       weights.data());
+    std::vector<std::vector<std::int64_t>> slots_of(static_cast<std::size_t>(num_experts));
+    for (std::int64_t s = 0; s < m * k; ++s) slots_of[static_cast<std::size_t>(ids[s])].push_back(s);
+    struct Run {
+        const ExpertWeightsView* w;
+        std::int64_t n;
+        bool w4a4;
+        std::vector<float> xin, gate, up, yout;
+        cpu::Q8Rows xq;
+    };
+    std::vector<Run> runs;
+    runs.reserve(static_cast<std::size_t>(num_experts) + 1);
+    cpu::Q8Rows x_w4a4;
+    if (layer.w4a4) cpu::quantize_rows_w4a4(x, m, hidden, cpu::W4a4Input::fc1, x_w4a4);
+    for (int e = 0; e < num_experts; ++e) {
+        const auto& slots = slots_of[static_cast<std::size_t>(e)];
+        if (slots.empty()) continue;
+        Run& r = runs.emplace_back();
+        r.w = &layer.experts[static_cast<std::size_t>(e)];
+        r.n = static_cast<std::int64_t>(slots.size());
+        r.w4a4 = layer.w4a4;
+        if (layer.w4a4) {
+            const std::int64_t groups = hidden / 16;
+            r.xq.m = r.n;
+            r.xq.k = hidden;
+            r.xq.q.resize(static_cast<std::size_t>(r.n * hidden));
+            r.xq.d.resize(static_cast<std::size_t>(r.n * groups));
+            r.xq.row_mul.resize(static_cast<std::size_t>(r.n));
+            for (std::int64_t i = 0; i < r.n; ++i) {
+                const std::int64_t row = slots[static_cast<std::size_t>(i)] / k;
+                std::memcpy(r.xq.q.data() + i * hidden, x_w4a4.q.data() + row * hidden,
+                            static_cast<std::size_t>(hidden));
+                std::memcpy(r.xq.d.data() + i * groups, x_w4a4.d.data() + row * groups,
+                            sizeof(float) * static_cast<std::size_t>(groups));
+                r.xq.row_mul[static_cast<std::size_t>(i)] = x_w4a4.row_mul[static_cast<std::size_t>(row)];
+            }
+        } else {
+            r.xin.resize(static_cast<std::size_t>(r.n * hidden));
+            for (std::int64_t i = 0; i < r.n; ++i)
+                std::memcpy(r.xin.data() + i * hidden, x + (slots[i] / k) * hidden, sizeof(float) * hidden);
+        }
+    }
+    const std::size_t routed = runs.size();
+    if (layer.shared != nullptr) {
+        Run& r = runs.emplace_back();
+        r.w = layer.shared;
+        r.n = m;
+        r.w4a4 = false;
+    }
+    std::vector<cpu::LinearTask> tasks;
+    for (Run& r : runs) {
+        const std::int64_t inter = r.w->w1.rows;
+        r.gate.resize(static_cast<std::size_t>(r.n * inter));
+        r.up.resize(r.gate.size());
+        const float* in = r.xin.empty() ? x : r.xin.data();
+        tasks.push_back({&r.w->w1, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.gate.data(), mode});
+        tasks.push_back({&r.w->w3, r.w4a4 ? nullptr : in, r.w4a4 ? &r.xq : nullptr, r.n, r.up.data(), mode});
+    }
+    cpu::linear_many(tasks);
+    tasks.clear();
+    for (Run& r : runs) {
+        const std::int64_t inter = r.w->w1.rows;
+        cpu::swigluoai(r.gate.data(), r.up.data(), r.n * inter, r.gate.data());
+        if (r.w4a4) cpu::quantize_rows_w4a4(r.gate.data(), r.n, inter, cpu::W4a4Input::fc2, r.xq);
+        r.yout.resize(static_cast<std::size_t>(r.n * hidden));
+        tasks.push_back(
+            {&r.w->w2, r.w4a4 ? nullptr : r.gate.data(), r.w4a4 ? &r.xq : nullptr, r.n, r.yout.data(), mode});
+    }
+    cpu::linear_many(tasks);
+    std::vector<float> expert_out(static_cast<std::size_t>(m * k * hidden));
+    for (std::size_t ri = 0, e = 0; ri < routed; ++e) {
+        const auto& slots = slots_of[e];
+        if (slots.empty()) continue;
+        const Run& r = runs[ri++];
+        for (std::int64_t i = 0; i < r.n; ++i)
+            std::memcpy(expert_out.data() + slots[i] * hidden, r.yout.data() + i * hidden, sizeof(float) * hidden);
+    }
+    for (std::int64_t t = 0; t < m; ++t) {
+        float* o = out + t * hidden;
+        std::fill_n(o, hidden, 0.0f);
+        for (int s = 0; s < k; ++s) {
+            const float w = weights[static_cast<std::size_t>(t * k + s)];
+            const float* y = expert_out.data() + (t * k + s) * hidden;
+            for (std::int64_t i = 0; i < hidden; ++i) o[i] += w * y[i];
+        }
+    }
+    if (layer.shared != nullptr) {
+        const std::vector<float>& shared = runs.back().yout;
+        for (std::int64_t i = 0; i < m * hidden; ++i) out[i] += shared[static_cast<std::size_t>(i)];
+    }
+}
+
+// The MoE layer with its buffers kept between calls, the router and fc1 quantisation in one region and each expert's
+// swigluoai inside the gate/up region gives the serial version's bits: every format, with and without the shared
+// expert and bias, decode-sized and larger batches (70 tokens: above what the kept buffers serve), 1-4 threads, and
+// calls of different sizes one after another (the kept buffers shrink and grow).
+TEST(Moe, EqualsTheSerialVersionBitForBit) {
+    const int hidden = 128, inter = 64, E = 8;
+    const int saved = num_threads();
+    for (const LinearFormat f : {LinearFormat::bf16, LinearFormat::mxfp8, LinearFormat::nvfp4}) {
+        std::vector<Expert> experts;
+        for (int e = 0; e < E; ++e) experts.push_back(make_expert(f, hidden, inter, 300 + 10 * e));
+        const Expert shared_expert = make_expert(f == LinearFormat::nvfp4 ? LinearFormat::mxfp8 : f, hidden, inter, 17);
+        std::vector<ExpertWeightsView> views;
+        for (const auto& e : experts) views.push_back(e.view());
+        const ExpertWeightsView shared_view = shared_expert.view();
+        const auto router = make_weight(LinearFormat::f32, E, hidden, 19, 0.5f);
+        const auto bias = random_floats(E, 20, -0.2f, 0.2f);
+        for (const bool w4a4 : {false, true}) {
+            if (w4a4 && f != LinearFormat::nvfp4) continue;
+            for (const bool shared : {false, true}) {
+                MoeLayer layer;
+                layer.router = router.view();
+                layer.router_bias = shared ? bias.data() : nullptr;
+                layer.top_k = shared ? 4 : 3;
+                layer.routed_scaling_factor = 2.5f;
+                layer.experts = views;
+                layer.shared = shared ? &shared_view : nullptr;
+                layer.w4a4 = w4a4;
+                for (const auto mode : {ActivationMode::exact, ActivationMode::int8}) {
+                    for (const int m : {1, 2, 1, 9, 33, 70, 1}) {
+                        const auto x = random_floats(static_cast<std::size_t>(m * hidden), 21 + m, -2, 2);
+                        set_num_threads(1);
+                        std::vector<float> expect(x.size(), NAN);
+                        moe_forward_serial_reference(layer, x.data(), m, expect.data(), mode);
+                        for (const int threads : {1, 2, 4}) {
+                            set_num_threads(threads);
+                            std::vector<float> got(x.size(), NAN);
+                            cpu::moe_forward(layer, x.data(), m, got.data(), mode);
+                            ASSERT_EQ(0, std::memcmp(got.data(), expect.data(), got.size() * 4))
+                                << linear_format_name(f) << (w4a4 ? " W4A4" : "") << (shared ? " shared" : "")
+                                << (mode == ActivationMode::int8 ? " int8" : " exact") << ", m " << m << ", " << threads
+                                << " threads";
+                        }
+                    }
+                }
+            }
+        }
+    }
+    set_num_threads(saved);
 }
 
 }  // namespace

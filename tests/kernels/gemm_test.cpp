@@ -2,6 +2,7 @@
 // property that a row's result does not depend on which other rows are in the batch.
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "formats/nvfp4.h"
 #include "kernels/cpu/activation_quant.h"
 #include "kernels/cpu/linear.h"
@@ -10,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -148,6 +150,64 @@ TEST(Linear, Avx512EqualsAvx2BitForBit) {
             }
         }
     }
+}
+
+// linear_many() with on_task_done: each task's hook runs exactly once, after all its rows are written (the hook
+// copies the output then), and the outputs are linear_many()'s without a hook; linear_rows() gives linear()'s rows.
+TEST(LinearMany, TaskDoneHookSeesWholeOutputsAndChangesNothing) {
+    const int saved = num_threads();
+    std::uint32_t seed = 1200;
+    std::vector<test::OwnedWeight> ws;
+    for (LinearFormat f :
+         {LinearFormat::f32, LinearFormat::bf16, LinearFormat::mxfp8, LinearFormat::nvfp4, LinearFormat::nvfp4})
+        ws.push_back(make_weight(f, 300 + static_cast<std::int64_t>(ws.size()) * 70, 256, seed++));
+    std::vector<WeightView> views;
+    for (const auto& w : ws) views.push_back(w.view());
+    for (const std::int64_t m : {1, 3}) {
+        const auto x = random_floats(static_cast<std::size_t>(m * 256), seed++);
+        cpu::Q8Rows xq;
+        cpu::quantize_rows_w4a4(x.data(), m, 256, cpu::W4a4Input::fc1, xq);
+        auto make_tasks = [&](std::vector<std::vector<float>>& ys) {
+            std::vector<cpu::LinearTask> tasks;
+            ys.assign(views.size(), {});
+            for (std::size_t t = 0; t < views.size(); ++t) {
+                ys[t].assign(static_cast<std::size_t>(m * views[t].rows), NAN);
+                const bool q8 = t + 1 == views.size();  // the last one on pre-quantised W4A4 activations
+                tasks.push_back({&views[t], q8 ? nullptr : x.data(), q8 ? &xq : nullptr, m, ys[t].data(),
+                                 t == 3 ? ActivationMode::int8 : ActivationMode::exact});
+            }
+            return tasks;
+        };
+        std::vector<std::vector<float>> plain;
+        set_num_threads(1);
+        cpu::linear_many(make_tasks(plain));
+        for (const int threads : {1, 2, 4}) {
+            set_num_threads(threads);
+            std::vector<std::vector<float>> hooked, seen(views.size());
+            const auto tasks = make_tasks(hooked);
+            std::vector<std::atomic<int>> calls(views.size());
+            cpu::linear_many(tasks, [&](std::size_t t) {
+                calls[t].fetch_add(1);
+                seen[t] = hooked[t];  // the whole output, as the hook sees it
+            });
+            for (std::size_t t = 0; t < views.size(); ++t) {
+                EXPECT_EQ(calls[t].load(), 1) << "task " << t << ", " << threads << " threads";
+                EXPECT_EQ(0, std::memcmp(hooked[t].data(), plain[t].data(), plain[t].size() * 4)) << "task " << t;
+                ASSERT_EQ(seen[t].size(), plain[t].size());
+                EXPECT_EQ(0, std::memcmp(seen[t].data(), plain[t].data(), plain[t].size() * 4))
+                    << "task " << t << " was not complete when its hook ran, " << threads << " threads";
+            }
+        }
+        for (std::size_t t = 0; t + 2 < views.size(); ++t) {  // the float paths
+            std::vector<float> whole(static_cast<std::size_t>(m * views[t].rows), NAN), rows(whole.size(), NAN);
+            cpu::linear(views[t], x.data(), m, whole.data());
+            const std::int64_t cut = views[t].rows / 3;
+            cpu::linear_rows(views[t], x.data(), m, rows.data(), 0, cut);
+            cpu::linear_rows(views[t], x.data(), m, rows.data(), cut, views[t].rows);
+            EXPECT_EQ(0, std::memcmp(rows.data(), whole.data(), whole.size() * 4)) << "linear_rows, weight " << t;
+        }
+    }
+    set_num_threads(saved);
 }
 
 // W4A4 (M3.1 experts): the integer path against a reference that quantises the activations itself with the

@@ -26,7 +26,7 @@ void attention_layer(const AttentionLayer& layer, std::span<const AttentionSeq> 
     const float eps = layer.norm_eps;
     if (layer.q_norm != nullptr) gemma_rms_norm(q, layer.q_norm, T * H, D, eps, q);
     if (layer.k_norm != nullptr) gemma_rms_norm(k, layer.k_norm, T * Hkv, D, eps, k);
-    const RopeTables rope = rope_tables(positions.data(), T, layer.rotary_dim, layer.rope_theta);
+    const RopeTables& rope = rope_tables_reused(positions.data(), T, layer.rotary_dim, layer.rope_theta);
     apply_rope(q, T, H, D, rope);
     apply_rope(k, T, Hkv, D, rope);
     if (layer.msa) {

@@ -6,6 +6,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 namespace msa::cpu {
@@ -132,6 +133,11 @@ void linear_q8(const WeightView& w, const Q8Rows& xq, float* y) {
 }
 
 void linear_many(std::span<const LinearTask> tasks, CallSite where) {
+    linear_many(tasks, nullptr, where);
+}
+
+void linear_many(std::span<const LinearTask> tasks, const std::function<void(std::size_t)>& on_task_done,
+                 CallSite where) {
     // Int8-mode NVFP4 tasks quantise their activations first, as linear() does. Tasks with the same activations (the
     // same rows at the same address: gate and up, or q, k and v) share one quantisation, which is the same either
     // way; own[t] is the task whose quantisation task t uses.
@@ -159,6 +165,11 @@ void linear_many(std::span<const LinearTask> tasks, CallSite where) {
         const auto grain = static_cast<std::int64_t>(output_grain(*task.w, task.m));
         for (std::int64_t n0 = 0; n0 < task.w->rows; n0 += grain) chunks.push_back({t, n0, std::min(task.w->rows, n0 + grain)});
     }
+    // Chunks not yet finished per task, when someone waits for whole tasks.
+    std::vector<std::atomic<std::int64_t>> chunks_left(on_task_done ? tasks.size() : 0);
+    if (on_task_done) {
+        for (const Chunk& c : chunks) chunks_left[c.task].fetch_add(1, std::memory_order_relaxed);
+    }
     parallel_for(
         chunks.size(), 1,
         [&](std::size_t begin, std::size_t end) {
@@ -173,9 +184,18 @@ void linear_many(std::span<const LinearTask> tasks, CallSite where) {
                 } else {
                     run_float(job);
                 }
+                // The last chunk of a task to finish sees the others' rows (acquire-release on the count).
+                if (on_task_done && chunks_left[chunks[c].task].fetch_sub(1, std::memory_order_acq_rel) == 1)
+                    on_task_done(chunks[c].task);
             }
         },
         where);
+}
+
+void linear_rows(const WeightView& w, const float* x, std::int64_t m, float* y, std::int64_t n0, std::int64_t n1) {
+    MSA_CHECK(0 <= n0 && n0 <= n1 && n1 <= w.rows, "linear_rows: rows [{}, {}) of a weight with {}", n0, n1, w.rows);
+    if (m <= 0 || n0 == n1) return;
+    run_float(GemmJob{&w, x, m, y, w.rows, n0, n1});
 }
 
 }  // namespace msa::cpu

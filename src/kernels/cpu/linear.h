@@ -19,6 +19,7 @@
 #include "kernels/weight_view.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -49,6 +50,17 @@ struct LinearTask {
 // many small GEMVs, e.g. every routed expert of a token: one fork/join instead of one per layer). Results are those
 // of linear() / linear_q8() on each task, bit for bit.
 void linear_many(std::span<const LinearTask> tasks, CallSite where = {__builtin_FILE(), __builtin_LINE()});
+
+// linear_many() that also calls on_task_done(t) once per task t with m > 0, inside the parallel region, on the thread
+// that finishes the task's last rows (after every row of y is written; the other threads meanwhile go on with the
+// remaining tasks): work that needs only that task's output, such as an expert's swigluoai, then overlaps the other
+// GEMVs instead of running serially after the region. Tasks' results are unchanged.
+void linear_many(std::span<const LinearTask> tasks, const std::function<void(std::size_t)>& on_task_done,
+                 CallSite where = {__builtin_FILE(), __builtin_LINE()});
+
+// Output rows [n0, n1) of linear(w, x, m, y, ActivationMode::exact) on the calling thread only (no parallel loop),
+// the same values: for a small layer that shares a parallel region with other work.
+void linear_rows(const WeightView& w, const float* x, std::int64_t m, float* y, std::int64_t n0, std::int64_t n1);
 
 // The bitmap of WeightView::mxfp8_exponent_zero_blocks for an MXFP8 weight: per row mxfp8_flag_words(cols) words,
 // bit b % 64 of word b / 64 set when block b (columns 32b..32b+31) has a code with exponent field 0 (an E4M3

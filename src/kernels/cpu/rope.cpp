@@ -1,5 +1,6 @@
 #include "kernels/cpu/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace msa::cpu {
@@ -19,6 +20,29 @@ RopeTables rope_tables(const std::int32_t* positions, std::int64_t count, int ro
         }
     }
     return t;
+}
+
+const RopeTables& rope_tables_reused(const std::int32_t* positions, std::int64_t count, int rotary_dim, double theta) {
+    struct Kept {
+        bool valid = false;
+        std::vector<std::int32_t> positions;
+        int rotary_dim = 0;
+        double theta = 0.0;
+        RopeTables tables;
+    };
+    thread_local Kept kept;
+    const bool same = kept.valid && kept.rotary_dim == rotary_dim && kept.theta == theta &&
+                      kept.positions.size() == static_cast<std::size_t>(count) &&
+                      std::equal(kept.positions.begin(), kept.positions.end(), positions);
+    if (!same) {
+        kept.valid = false;  // stays invalid if rope_tables() throws
+        kept.tables = rope_tables(positions, count, rotary_dim, theta);
+        kept.positions.assign(positions, positions + count);
+        kept.rotary_dim = rotary_dim;
+        kept.theta = theta;
+        kept.valid = true;
+    }
+    return kept.tables;
 }
 
 void apply_rope(float* x, std::int64_t count, int heads, int head_dim, const RopeTables& tables) {

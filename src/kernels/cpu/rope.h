@@ -16,6 +16,11 @@ struct RopeTables {
 };
 RopeTables rope_tables(const std::int32_t* positions, std::int64_t count, int rotary_dim, double theta);
 
+// rope_tables() for these arguments, kept per thread and computed again only when they differ from the previous
+// call's (every layer of a forward pass asks for the same positions: decode computed the same float64 cos/sin once
+// per layer). The tables are rope_tables()'s; the reference stays valid until this thread's next call.
+const RopeTables& rope_tables_reused(const std::int32_t* positions, std::int64_t count, int rotary_dim, double theta);
+
 // Rotates x: [count][heads][head_dim] in place; token t uses row t of the tables.
 void apply_rope(float* x, std::int64_t count, int heads, int head_dim, const RopeTables& tables);
 
