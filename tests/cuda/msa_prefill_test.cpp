@@ -421,6 +421,13 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
         bool rows_ok = true;
         for (size_t i = 0; i < ntop; ++i) rows_ok = rows_ok && top[i] >= -1 && top[i] < max_blocks;
         double max_err = 0, sum_sq = 0, worst = 0;  // worst: largest error / its bound
+        auto cpu_exact = [&] {  // the CPU's exact sparse attention over the GPU's selection
+            std::vector<float> r(nout);
+            msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
+            msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
+                                       r.data());
+            return r;
+        };
         if (rows_ok) {
             std::vector<double> ref(nout), slack(nout, 0.0);
             if (var.opt.wgmma && var.opt.attn_q8kv4) {
@@ -429,10 +436,7 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
                 const double acc_eps = var.opt.attn_fp8_scores ? std::ldexp(1.0, -12) : 0.0;
                 q8kv4_prefill_oracle(kv, seqs, pt, max_blocks, qf, top, nq, nkv, topk, acc_eps, ref, slack);
             } else {
-                std::vector<float> reff(nout);
-                msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
-                msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
-                                           reff.data());
+                const std::vector<float> reff = cpu_exact();
                 ref.assign(reff.begin(), reff.end());
             }
             size_t bad = 0;
@@ -454,10 +458,7 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
             if (var.opt.wgmma && var.opt.attn_q8kv4 && var.opt.attn_fp8_scores) {
                 // the FP8 accumulation of the scores must cost less than the contract's own roundings: the rms of
                 // out - oracle below the rms of oracle - exact (CPU exact mode over the same selection)
-                std::vector<float> exact(nout);
-                msa::cpu::AttentionShape shape{nq, nkv, 128, 1.0f / std::sqrt(128.0f)};
-                msa::cpu::sparse_attention(kv, cs, qf.data(), top.data(), topk, shape, msa::AttentionNumerics::exact,
-                                           exact.data());
+                const std::vector<float> exact = cpu_exact();
                 double contract_sq = 0;
                 for (size_t i = 0; i < nout; ++i) contract_sq += (ref[i] - exact[i]) * (ref[i] - exact[i]);
                 const double rms_fp8 = std::sqrt(sum_sq / nout), rms_contract = std::sqrt(contract_sq / nout);

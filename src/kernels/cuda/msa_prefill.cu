@@ -888,7 +888,7 @@ struct PfAttn {
 };
 constexpr std::size_t kAttnSmem = 2 * kTileBytes;
 constexpr std::size_t kAttnSmemQ8s = 2 * kQ8sTileBytes;  // E4M3 K and V^T tiles (FP8 scores)
-__host__ __device__ constexpr std::size_t attn_smem(const MsaPrefillOptions& o) {
+constexpr std::size_t attn_smem(const MsaPrefillOptions& o) {  // of attn_kernel_for(o)
     return o.wgmma && o.attn_q8kv4 && o.attn_fp8_scores ? kAttnSmemQ8s : kAttnSmem;
 }
 // Entry ie of a chunk (entries below end): its code (token << 4 | slot) and its token's position; code and pos stay
@@ -1343,6 +1343,18 @@ __global__ void __launch_bounds__(128) pf_combine_kernel(const PfCombine p) {
     }
 }
 
+// The attention kernel the options choose (make_prefill_plan sizes its persistent grid, msa_prefill launches it with
+// attn_smem(o) bytes of dynamic shared memory).
+const void* attn_kernel_for(const MsaPrefillOptions& o) {
+    if (o.wgmma) {
+        if (o.attn_q8kv4 && o.attn_fp8_scores) return reinterpret_cast<const void*>(pf_attn_wg_kernel<true, true>);
+        if (o.attn_q8kv4) return reinterpret_cast<const void*>(pf_attn_wg_kernel<true>);
+        return reinterpret_cast<const void*>(pf_attn_wg_kernel<false>);
+    }
+    return o.attn_queries_per_warp == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
+                                        : reinterpret_cast<const void*>(pf_attn_kernel<2>);
+}
+
 int sm_count() {
     int dev = 0, n = 0;
     detail::check(cudaGetDevice(&dev));
@@ -1467,12 +1479,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.part_lse_off = take(picks * 16 * 4);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
-    const void* attn = opt.wgmma         ? opt.attn_q8kv4 && opt.attn_fp8_scores
-                                               ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true, true>)
-                                           : opt.attn_q8kv4 ? reinterpret_cast<const void*>(pf_attn_wg_kernel<true>)
-                                                            : reinterpret_cast<const void*>(pf_attn_wg_kernel<false>)
-                       : p.attn_qpw == 1 ? reinterpret_cast<const void*>(pf_attn_kernel<1>)
-                                         : reinterpret_cast<const void*>(pf_attn_kernel<2>);
+    const void* attn = attn_kernel_for(opt);
     static bool attrs_set = false;
     if (!attrs_set) {
         auto set_smem = [](const void* f, std::size_t bytes) {
@@ -1546,18 +1553,10 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
         const int n = rows * topk;
         pf_fill_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
             PfFill{a.topk_out, m, cursor, entries, nkv, topk, p.total_blocks, w.t0, n});
-        const PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk,
-                        w.t0};
-        if (p.opt.wgmma && p.opt.attn_q8kv4 && p.opt.attn_fp8_scores)
-            pf_attn_wg_kernel<true, true><<<p.attn_ctas, 128, kAttnSmemQ8s, stream>>>(ap);
-        else if (p.opt.wgmma && p.opt.attn_q8kv4)
-            pf_attn_wg_kernel<true><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        else if (p.opt.wgmma)
-            pf_attn_wg_kernel<false><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        else if (p.attn_qpw == 1)
-            pf_attn_kernel<1><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
-        else
-            pf_attn_kernel<2><<<p.attn_ctas, 128, kAttnSmem, stream>>>(ap);
+        PfAttn ap{a.q, a.k_cache, a.v_cache, m, num_chunks, chunks, entries, part_o, part_lse, nq, nkv, G, topk, w.t0};
+        void* attn_args[] = {&ap};
+        detail::check(cudaLaunchKernel(attn_kernel_for(p.opt), dim3(static_cast<unsigned>(p.attn_ctas)), dim3(128),
+                                       attn_args, attn_smem(p.opt), stream));
         pf_combine_kernel<<<w.t1 - w.t0, 128, 0, stream>>>(
             PfCombine{part_o, part_lse, a.topk_out, a.out, nq, nkv, G, topk, w.t0});
         detail::check(cudaGetLastError());
