@@ -10,7 +10,8 @@
 // wgmma indexer kernel (MsaPrefillOptions::idx_kernel; default smem); MSA_PF_IDX_BLOCKS=n sets
 // MsaPrefillOptions::idx_blocks_per_item; MSA_PF_Q8IDX=1 the Q8KV4 (FP8) indexer (MsaPrefillOptions::idx_q8kv4),
 // MSA_PF_Q8ATTN=1 the Q8KV4 attention (MsaPrefillOptions::attn_q8kv4), MSA_PF_Q8S=1 with its scores on FP8 MMAs
-// too (MsaPrefillOptions::attn_fp8_scores); MSA_PF_WS_GB=x sets
+// too (MsaPrefillOptions::attn_fp8_scores); MSA_PF_KEYTILES=0|1|2 the indexer on converted key tiles
+// (MsaPrefillOptions::idx_key_tiles: 0 with the Q8KV4 indexer, 1 off, 2 with either indexer); MSA_PF_WS_GB=x sets
 // MsaPrefillOptions::max_workspace to x GB (fewer, larger query windows).
 #include "kernels/cuda/msa_prefill.h"
 
@@ -128,6 +129,7 @@ static void run(const char* name, int q_len, int kv_len, double bw, const Peer* 
     if (const char* q8 = std::getenv("MSA_PF_Q8IDX")) opt.idx_q8kv4 = std::atoi(q8) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8ATTN")) opt.attn_q8kv4 = std::atoi(q8) != 0;
     if (const char* q8 = std::getenv("MSA_PF_Q8S")) opt.attn_fp8_scores = std::atoi(q8) != 0;
+    if (const char* kt = std::getenv("MSA_PF_KEYTILES")) opt.idx_key_tiles = std::atoi(kt);
     if (const char* ib = std::getenv("MSA_PF_IDX_BLOCKS")) opt.idx_blocks_per_item = std::atoi(ib);
     if (const char* ws = std::getenv("MSA_PF_WS_GB")) opt.max_workspace = static_cast<std::size_t>(std::atof(ws) * 1e9);
     if (const char* ik = std::getenv("MSA_PF_IDX")) {

@@ -72,6 +72,7 @@ static std::vector<T> host(const T* d, size_t n) {
 struct Variant {
     const char* name;
     MsaPrefillOptions opt;
+    const char* same_as = nullptr;  // an earlier variant whose output and top-k this one must equal bit for bit
 };
 
 // Oracle of the Q8KV4 prefill attention (msa.md section 5, per selected block as MiniMax's prefill kernel): per
@@ -290,18 +291,35 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
     q8s.attn_fp8_scores = true;
     MsaPrefillOptions q8s_both = q8both;
     q8s_both.attn_fp8_scores = true;
-    const Variant variants[] = {{"auto (wgmma)", {}},
-                                {"Q8KV4 attention (FP8 P V)", q8attn},
-                                {"Q8KV4 attention, FP8 scores", q8s},
-                                {"Q8KV4 indexer and attention, FP8 scores, window 200", q8s_both},
-                                {"Q8KV4 indexer and attention, window 200", q8both},
-                                {"Q8KV4 indexer (FP8 wgmma)", q8idx},
-                                {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
-                                {"window 200, 3 blocks/item", small_window},
-                                {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
-                                {"mma.sync", mma},
-                                {"mma.sync, window 200, 3 blocks/item", small_window_mma},
-                                {"mma.sync, 2 queries per warp", pair}};
+    // the indexer on converted key tiles (idx_key_tiles; by default with the Q8KV4 indexer), against the same
+    // indexer without them: the same MMAs on the same bytes
+    MsaPrefillOptions tiles;
+    tiles.idx_key_tiles = 2;
+    MsaPrefillOptions tiles_window = small_window;
+    tiles_window.idx_key_tiles = 2;
+    MsaPrefillOptions q8idx_plain = q8idx;
+    q8idx_plain.idx_key_tiles = 1;
+    MsaPrefillOptions q8idx_window_plain = q8idx_window;
+    q8idx_window_plain.idx_key_tiles = 1;
+    const Variant variants[] = {
+        {"auto (wgmma)", {}},
+        {"Q8KV4 attention (FP8 P V)", q8attn},
+        {"Q8KV4 attention, FP8 scores", q8s},
+        {"Q8KV4 indexer and attention, FP8 scores, window 200", q8s_both},
+        {"Q8KV4 indexer and attention, window 200", q8both},
+        {"Q8KV4 indexer (FP8 wgmma)", q8idx},
+        {"Q8KV4 indexer, window 200, 3 blocks/item", q8idx_window},
+        {"window 200, 3 blocks/item", small_window},
+        {"wgmma, per-pass query registers, window 200, 3 blocks/item", reg_q},
+        {"mma.sync", mma},
+        {"mma.sync, window 200, 3 blocks/item", small_window_mma},
+        {"mma.sync, 2 queries per warp", pair},
+        {"exact indexer on key tiles", tiles, "auto (wgmma)"},
+        {"exact indexer on key tiles, window 200, 3 blocks/item", tiles_window, "window 200, 3 blocks/item"},
+        {"Q8KV4 indexer without key tiles", q8idx_plain, "Q8KV4 indexer (FP8 wgmma)"},
+        {"Q8KV4 indexer without key tiles, window 200, 3 blocks/item", q8idx_window_plain,
+         "Q8KV4 indexer, window 200, 3 blocks/item"}};
+    std::vector<std::pair<std::vector<float>, std::vector<int>>> results;  // per variant: output, top-k
     for (const Variant& var : variants) {
         const int vf0 = g_fail;
         const int q8 = var.opt.wgmma && var.opt.idx_q8kv4;
@@ -331,6 +349,21 @@ static void run_case(const char* name, int nq, int nkv, int topk, const std::vec
         CK(cudaDeviceSynchronize());
         const auto out = host(dout, nout);
         const auto top = host(dtop, ntop);
+        if (var.same_as) {
+            bool found = false;
+            for (size_t v = 0; v < results.size(); ++v)
+                if (std::strcmp(variants[v].name, var.same_as) == 0 && !results[v].first.empty()) {
+                    found = true;
+                    EXPECT(results[v].second == top, "%s: top-k differs from %s", var.name, var.same_as);
+                    EXPECT(std::memcmp(results[v].first.data(), out.data(), nout * 4) == 0,
+                           "%s: output differs from %s", var.name, var.same_as);
+                }
+            EXPECT(found, "%s: no earlier variant %s", var.name, var.same_as);
+        }
+        const bool referenced = std::any_of(std::begin(variants), std::end(variants), [&](const Variant& v) {
+            return v.same_as && std::strcmp(v.same_as, var.name) == 0;
+        });
+        results.emplace_back(referenced ? out : std::vector<float>{}, referenced ? top : std::vector<int>{});
         {  // second run: captured in a CUDA graph and replayed
             cudaStream_t st;
             CK(cudaStreamCreate(&st));

@@ -1460,32 +1460,11 @@ __device__ __forceinline__ void cluster_arrive_release() {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 // The shared::cluster address of the same offset in CTA `rank` of the cluster.
 __device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
     unsigned a;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(rank));
     return a;
-}
-__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void fence_mbar_init_cluster() {
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-__device__ __forceinline__ void mbar_wait_parity0(unsigned bar) {
-    unsigned done = 0;
-    while (!done)
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(bar)
-            : "memory");
 }
 // Remote stores into another CTA's shared memory that count their bytes on its barrier rbar (both shared::cluster).
 __device__ __forceinline__ void st_async_v2(unsigned addr, float a, float b, unsigned rbar) {
@@ -1559,7 +1538,7 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     const int n_own = kCluster ? (p.G - split + p.splits - 1) / p.splits : 0;  // <= 8 (splits > 1)
     if constexpr (kCluster) {
         if (tid == 0) {
-            mbar_init(&s_bar, 1);
+            mbar_init_cta(&s_bar, 1);
             mbar_arrive_expect_tx(&s_bar, static_cast<unsigned>(n_own * p.splits * (kHeadDim + 1) * 4));
             fence_mbar_init_cluster();
         }
@@ -1679,23 +1658,23 @@ __global__ void __launch_bounds__(256, 1) attn8_kernel(const AttnParams p) {
     }
     if constexpr (kCluster) {
         cluster_wait();  // every CTA of the cluster has started and initialised its barrier
-        const unsigned bar = smem_u32(&s_bar);
+        const unsigned bar = smem_addr(&s_bar);
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int head = r + 8 * e;
             if (head >= p.G) continue;
             const unsigned owner = static_cast<unsigned>(head % p.splits);
             const int row = (head / p.splits) * p.splits + split;
-            const unsigned dst = cluster_addr(smem_u32(recv + row * kHeadDim + 32 * c + 2 * warp), owner);
+            const unsigned dst = cluster_addr(smem_addr(recv + row * kHeadDim + 32 * c + 2 * warp), owner);
             const unsigned rbar = cluster_addr(bar, owner);
             const float2 v0 = value(e, 0), v1 = value(e, 1);
             st_async_v2(dst, v0.x, v0.y, rbar);
             st_async_v2(dst + 64, v1.x, v1.y, rbar);
             if (warp == 0 && c == 0)
-                st_async_f32(cluster_addr(smem_u32(&s_rlse[head / p.splits][split]), owner), lse[e], rbar);
+                st_async_f32(cluster_addr(smem_addr(&s_rlse[head / p.splits][split]), owner), lse[e], rbar);
         }
         trace_event(p.trace, kTrAttnMerged);
-        mbar_wait_parity0(bar);  // every partial of this CTA's heads has arrived (no cluster barrier)
+        mbar_wait(&s_bar, 0);  // every partial of this CTA's heads has arrived (no cluster barrier)
         trace_event(p.trace, kTrAttnSynced);
         // This CTA's heads are split + i * splits; each thread (one dim of head i) sums the splits' partials in split
         // order (as the 4-warp cluster merge), with merge weights that every warp computes itself from the LSEs

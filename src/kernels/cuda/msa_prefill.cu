@@ -287,16 +287,19 @@ struct PfIdx {
     const int4* items;
     float* scores;
     int max_blocks, row_base, item0;
+    const unsigned char* key_tiles;  // MsaPrefillOptions::idx_key_tiles: the converted index-key tiles
+    const int* seq_blk_base;         // ... and the first plan block of each sequence
 };
 constexpr std::size_t kIdxSmem = 2 * kPageHeadBytes + kTileBytes;
 // One indexer work item (PfIdx::items): rows [row0, row0 + nrows) of one sequence against its index-key blocks
 // [b0, b1), whose pages stream through a two-stage cp.async buffer (128 threads). Shared memory (kIdxSmem): the two
 // stages, then the FP16 tile. The constructor starts the first block's copy.
 struct IdxItemHeader {
-    int row0, nrows, b0, b1;
+    int seq, row0, nrows, b0, b1;
     const int* pt;  // the sequence's page-table row
     __device__ explicit IdxItemHeader(const PfIdx& p) {
         const int4 it0 = p.items[2 * (p.item0 + blockIdx.x)], it1 = p.items[2 * (p.item0 + blockIdx.x) + 1];
+        seq = it0.x;
         row0 = it0.y;
         nrows = it0.z;
         b0 = it0.w;
@@ -510,6 +513,10 @@ __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0
 // the queries pass through the same FP16 pairs and the same conversion, so both operands agree whatever byte order
 // the conversion uses.
 constexpr std::size_t kIdxQ8QTileBytes = std::size_t{kIdxWgRows} * kHeadDim;
+#ifndef MSA_PF_KT_STAGES_Q8
+#define MSA_PF_KT_STAGES_Q8 \
+    2  // key-tile stages of the Q8KV4 pf_index_tiled_kernel (2: 64 KB, 3 CTAs per SM; 4: 96 KB, 2)
+#endif
 constexpr std::size_t kIdxQ8Smem = kIdxQ8QTileBytes + std::size_t{kBlock} * kHeadDim;
 constexpr unsigned kQ8QLead = 4096, kQ8KLead = 2048;  // bytes between core matrices along K: query, key tile
 // The 16 FP16 pair words of a 32-dim piece (o[4m + i] = dims (8m + i, 8m + i + 4), dequant_words' order) -> its 8
@@ -566,7 +573,8 @@ __device__ __forceinline__ void dequant_pieces_q8(const RawPieces& raw, unsigned
 }
 // The two numerics of the shared-memory indexer: the query tile, the key tile's dequantisation, the MMA steps.
 struct IdxExact {  // exactly dequantised keys (times 2^-7, scaled back in the maxima), FP16 queries, k16 steps
-    static constexpr std::size_t kSmem = kIdxSsSmem, kQTileBytes = kIdxQTileBytes;
+    static constexpr std::size_t kSmem = kIdxSsSmem, kQTileBytes = kIdxQTileBytes, kKeyTileBytes = kTileBytes;
+    static constexpr int kTileStages = 3;  // pf_index_tiled_kernel: 160 KB, 1 CTA per SM
     static constexpr float kScoreScale = 128.f;
     __device__ static void load_queries(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt, int tid) {
         load_query_tile(iq, row0, nrows, qt, tid);
@@ -583,7 +591,9 @@ struct IdxExact {  // exactly dequantised keys (times 2^-7, scaled back in the m
     }
 };
 struct IdxQ8kv4 {  // keys rounded once to E4M3, raw E4M3 queries, FP8 k32 steps
-    static constexpr std::size_t kSmem = kIdxQ8Smem, kQTileBytes = kIdxQ8QTileBytes;
+    static constexpr std::size_t kSmem = kIdxQ8Smem, kQTileBytes = kIdxQ8QTileBytes,
+                                 kKeyTileBytes = std::size_t{kBlock} * kHeadDim;
+    static constexpr int kTileStages = MSA_PF_KT_STAGES_Q8;  // pf_index_tiled_kernel
     static constexpr float kScoreScale = 1.f;
     __device__ static void load_queries(const std::uint8_t* iq, int row0, int nrows, unsigned char* qt, int tid) {
         load_query_tile_q8(iq, row0, nrows, qt, tid);
@@ -611,6 +621,33 @@ __device__ __forceinline__ void issue_index_pass(float (&acc)[16][4], std::uint6
     wgmma_commit();
     wgmma_fence_regs(acc);
 }
+// One block's four M = 64 passes against the B tile (desc_k), two in flight: the next pass's MMAs run while this
+// pass's row maxima are taken. after_mmas() runs once every MMA of the block is complete in this warp (before the
+// last pass's maxima).
+template <class Fmt, class AfterMmas>
+__device__ __forceinline__ void index_block_passes(const PfIdx& p, std::uint64_t desc_q, std::uint64_t desc_k, int warp,
+                                                   int lane, int row0, int nrows, int b, AfterMmas&& after_mmas) {
+    const int wrow = 16 * warp;
+    constexpr float sc = Fmt::kScoreScale;
+    float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
+    issue_index_pass<Fmt>(acc0, desc_q, desc_k, 0);
+    issue_index_pass<Fmt>(acc1, desc_q, desc_k, 1);
+    wgmma_wait1();
+    wgmma_fence_regs(acc0);
+    store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, sc);
+    issue_index_pass<Fmt>(acc0, desc_q, desc_k, 2);
+    wgmma_wait1();
+    wgmma_fence_regs(acc1);
+    store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, sc);
+    issue_index_pass<Fmt>(acc1, desc_q, desc_k, 3);
+    wgmma_wait1();
+    wgmma_fence_regs(acc0);
+    store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, sc);
+    wgmma_wait0();
+    wgmma_fence_regs(acc1);
+    after_mmas();
+    store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, sc);
+}
 // The indexer with the query tile in shared memory (default; MsaIdxKernel::smem_q), in either numerics (Fmt): both
 // wgmma operands come from shared memory; each block's raw record is loaded into registers one block ahead and
 // dequantised into the single B tile; four M = 64 passes per block, two in flight (the next pass's MMAs run while
@@ -633,35 +670,17 @@ __global__ void __launch_bounds__(128, 2) pf_index_ss_kernel(const PfIdx p) {
     raw.load(record(b0), kBlock, tid, Split::rows);
     Fmt::load_queries(p.iq, row0, nrows, qt, tid);
     const std::uint64_t desc_q = Fmt::desc_q(qt), desc_k = Fmt::desc_k(tile);
-    const int wrow = 16 * warp;
-    constexpr float sc = Fmt::kScoreScale;
     for (int b = b0; b < b1; ++b) {
         if (b > b0) __syncthreads();  // every warp has waited for its MMAs on the previous block's tile
         Fmt::dequant(raw, tile, tid);
         if (b + 1 < b1) raw.load(record(b + 1), kBlock, tid, Split::rows);
         fence_proxy_async_smem();
         __syncthreads();
-        float acc0[16][4], acc1[16][4];  // not initialised: each pass's first wgmma overwrites them (scale-d = 0)
-        issue_index_pass<Fmt>(acc0, desc_q, desc_k, 0);
-        issue_index_pass<Fmt>(acc1, desc_q, desc_k, 1);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, wrow, nrows, row0, b, lane, sc);
-        issue_index_pass<Fmt>(acc0, desc_q, desc_k, 2);
-        wgmma_wait1();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 64 + wrow, nrows, row0, b, lane, sc);
-        issue_index_pass<Fmt>(acc1, desc_q, desc_k, 3);
-        wgmma_wait1();
-        wgmma_fence_regs(acc0);
-        store_pass_maxima(p, acc0, 128 + wrow, nrows, row0, b, lane, sc);
-        wgmma_wait0();
-        wgmma_fence_regs(acc1);
-        store_pass_maxima(p, acc1, 192 + wrow, nrows, row0, b, lane, sc);
+        index_block_passes<Fmt>(p, desc_q, desc_k, warp, lane, row0, nrows, b, [] {});
     }
 }
 
-// ---------------------------------------------------------------- 2. keyed top-k
+// Per-token and per-block metadata of the plan (MsaPrefillPlan::tok_seq etc., in the workspace).
 struct PfMeta {
     const int* tok_seq;
     const int* tok_pos;
@@ -670,6 +689,79 @@ struct PfMeta {
     const int* seq_kv;
     const int* seq_base;
 };
+// The indexer on converted key tiles (MsaPrefillOptions::idx_key_tiles). The kernel above dequantises every block
+// once per item, so at 8K tokens on a 120K prefix each index-key block is converted again by each of the 128 query
+// tiles' CTAs. Here pf_key_tiles_kernel converts each block once per call into Fmt's shared-memory tile bytes in the
+// workspace (16 KB in Q8KV4, 32 KB exact; the 128K chunk's 1,024 blocks: 16 or 32 MB, which stay in L2), and the
+// indexer streams them with bulk copies (TMA) through kTileStages stages, each guarded by a "full" mbarrier (the
+// copy's bytes) and an "empty" one (the 4 warps' MMAs on it are done; thread 0 then refills it). The passes of a block
+// run as in pf_index_ss_kernel (two in flight). Chaining them across blocks (the next block's first passes issued
+// before this block's last maxima) makes ptxas serialise the wgmmas (warning C7514: accumulators in flight across
+// the loop), so each block ends with wgmma_wait0. Same MMAs on the same bytes: the same scores bit for bit.
+// Session 21 (Q8KV4, FP8 scores): the indexer at 8K on a 32K prefix 327 us, 128K in one chunk 39.8 -> 37.1-38.2 ms.
+struct PfKeyTiles {
+    const std::uint8_t* ik_cache;
+    const int* page_table;
+    PfMeta m;
+    unsigned char* key_tiles;
+    int max_blocks;
+};
+template <class Fmt>
+__global__ void __launch_bounds__(128) pf_key_tiles_kernel(const PfKeyTiles p) {
+    const int g = blockIdx.x, s = p.m.blk_seq[g], b = p.m.blk_b[g];
+    if (b >= (p.m.seq_kv[s] - 1) / kBlock) return;  // a sequence's last block is never scored
+    RawPieces raw;
+    raw.load(p.ik_cache + static_cast<std::size_t>(p.page_table[static_cast<std::size_t>(s) * p.max_blocks + b]) *
+                              kPageHeadBytes,
+             kBlock, threadIdx.x, Split::rows);
+    Fmt::dequant(raw, p.key_tiles + static_cast<std::size_t>(g) * Fmt::kKeyTileBytes, threadIdx.x);
+}
+template <class Fmt>
+constexpr std::size_t kIdxTiledSmem = Fmt::kQTileBytes + Fmt::kTileStages* Fmt::kKeyTileBytes + 16 * Fmt::kTileStages;
+template <class Fmt>
+__global__ void __launch_bounds__(128, 2) pf_index_tiled_kernel(const PfIdx p) {
+    constexpr int S = Fmt::kTileStages;
+    constexpr unsigned kBytes = Fmt::kKeyTileBytes;
+    static_assert(S >= 2, "the next block's stage is waited for before this block's stage is released");
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    unsigned char* qt = smem;
+    unsigned char* stages = smem + Fmt::kQTileBytes;
+    auto* full = reinterpret_cast<unsigned long long*>(stages + S * kBytes);
+    unsigned long long* empty = full + S;
+    const IdxItemHeader item(p);
+    const int row0 = item.row0, nrows = item.nrows, b0 = item.b0, nb = item.b1 - item.b0;
+    const unsigned char* src = p.key_tiles + (static_cast<std::size_t>(p.seq_blk_base[item.seq]) + b0) * kBytes;
+    if (tid == 0) {
+        for (int s = 0; s < S; ++s) {
+            mbar_init_cta(&full[s], 1);
+            mbar_init_cta(&empty[s], 4);
+        }
+        fence_mbar_init_cluster();
+        fence_proxy_async_smem();  // ... and to the TMA unit
+        for (int s = 0; s < S && s < nb; ++s)
+            bulk_copy_to_smem(stages + s * kBytes, src + s * kBytes, kBytes, &full[s]);
+    }
+    Fmt::load_queries(p.iq, row0, nrows, qt, tid);
+    fence_proxy_async_smem();
+    __syncthreads();
+    const std::uint64_t desc_q = Fmt::desc_q(qt);
+    auto desc_k = [&](int s) { return Fmt::desc_k(stages + s * kBytes); };
+    for (int i = 0; i < nb; ++i) {
+        const int s = i % S, b = b0 + i;
+        mbar_wait(&full[s], (i / S) & 1);
+        index_block_passes<Fmt>(p, desc_q, desc_k(s), warp, lane, row0, nrows, b, [&] {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s]);  // this warp's MMAs on stage s are complete
+            if (tid == 0 && i + S < nb) {           // refill stage s with block i + S once every warp released it
+                mbar_wait(&empty[s], (i / S) & 1);
+                bulk_copy_to_smem(stages + s * kBytes, src + (i + S) * kBytes, kBytes, &full[s]);
+            }
+        });
+    }
+}
+
+// ---------------------------------------------------------------- 2. keyed top-k
 struct PfTopk {
     const float* scores;
     PfMeta m;
@@ -1427,7 +1519,12 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
             tok += seqs[s].q_len;
         }
     }
-    std::size_t fixed = 6 * (N + 1) * 4 + (2 * T + 2 * TB + 2 * p.batch) * 4 + 4096;
+    p.idx_key_tiles = opt.wgmma && ((opt.idx_q8kv4 && opt.idx_key_tiles != 1) ||
+                                    (opt.idx_key_tiles == 2 && opt.idx_kernel == MsaIdxKernel::smem_q));
+    const std::size_t key_tile_bytes = !p.idx_key_tiles ? 0
+                                       : opt.idx_q8kv4  ? IdxQ8kv4::kKeyTileBytes
+                                                        : IdxExact::kKeyTileBytes;
+    std::size_t fixed = 6 * (N + 1) * 4 + (2 * T + 2 * TB + 2 * p.batch) * 4 + 4096 + key_tile_bytes * TB;
     for (const Tile& t : tiles)
         fixed += static_cast<std::size_t>((t.nblk + opt.idx_blocks_per_item - 1) / opt.idx_blocks_per_item) * 32;
     long long W = opt.window_tokens > 0       ? opt.window_tokens
@@ -1477,6 +1574,7 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
     p.entries_off = take(picks * 4);
     p.part_o_off = take(picks * 16 * kHeadDim * 2);
     p.part_lse_off = take(picks * 16 * 4);
+    p.key_tiles_off = take(key_tile_bytes * TB);
     p.total_bytes = off;
     p.attn_qpw = opt.attn_queries_per_warp == 1 ? 1 : 2;
     const void* attn = attn_kernel_for(opt);
@@ -1490,6 +1588,8 @@ MsaPrefillPlan make_prefill_plan(const MsaGeometry& geo, std::span<const MsaPref
         set_smem(reinterpret_cast<const void*>(pf_index_wg_kernel), kIdxSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel<IdxExact>), IdxExact::kSmem);
         set_smem(reinterpret_cast<const void*>(pf_index_ss_kernel<IdxQ8kv4>), IdxQ8kv4::kSmem);
+        set_smem(reinterpret_cast<const void*>(pf_index_tiled_kernel<IdxExact>), kIdxTiledSmem<IdxExact>);
+        set_smem(reinterpret_cast<const void*>(pf_index_tiled_kernel<IdxQ8kv4>), kIdxTiledSmem<IdxQ8kv4>);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<1>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_kernel<2>), kAttnSmem);
         set_smem(reinterpret_cast<const void*>(pf_attn_wg_kernel<false>), kAttnSmem);
@@ -1532,12 +1632,26 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
     auto* part_lse = reinterpret_cast<float*>(ws + p.part_lse_off);
     const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv, topk = p.geo.topk;
     const int N = p.num_lists();
+    const bool key_tiles = p.idx_key_tiles;
+    auto* key_tiles_ws = ws + p.key_tiles_off;
+    if (key_tiles) {
+        const PfKeyTiles kp{a.ik_cache, a.page_table, m, key_tiles_ws, p.max_blocks};
+        if (p.opt.idx_q8kv4)
+            pf_key_tiles_kernel<IdxQ8kv4><<<p.total_blocks, 128, 0, stream>>>(kp);
+        else
+            pf_key_tiles_kernel<IdxExact><<<p.total_blocks, 128, 0, stream>>>(kp);
+    }
     for (const MsaPrefillPlan::Window& w : p.windows) {
         const int rows = (w.t1 - w.t0) * nkv;
         if (w.item1 > w.item0) {
-            const PfIdx ip{a.iq,   a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
-                           scores, p.max_blocks, w.t0 * nkv,   w.item0};
-            if (p.opt.wgmma && p.opt.idx_q8kv4)
+            const PfIdx ip{a.iq,         a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
+                           scores,       p.max_blocks, w.t0 * nkv,   w.item0,
+                           key_tiles_ws, m.seq_base};
+            if (key_tiles && p.opt.idx_q8kv4)
+                pf_index_tiled_kernel<IdxQ8kv4><<<w.item1 - w.item0, 128, kIdxTiledSmem<IdxQ8kv4>, stream>>>(ip);
+            else if (key_tiles)
+                pf_index_tiled_kernel<IdxExact><<<w.item1 - w.item0, 128, kIdxTiledSmem<IdxExact>, stream>>>(ip);
+            else if (p.opt.wgmma && p.opt.idx_q8kv4)
                 pf_index_ss_kernel<IdxQ8kv4><<<w.item1 - w.item0, 128, IdxQ8kv4::kSmem, stream>>>(ip);
             else if (p.opt.wgmma && p.opt.idx_kernel == MsaIdxKernel::smem_q)
                 pf_index_ss_kernel<IdxExact><<<w.item1 - w.item0, 128, IdxExact::kSmem, stream>>>(ip);

@@ -37,8 +37,8 @@ enum class MsaIdxKernel {
 struct MsaPrefillOptions {
     std::size_t max_workspace = std::size_t(3) << 30;  // bytes; fixes the query window
     int window_tokens = 0;                             // > 0: force the window (tokens, rounded to whole tiles)
-    int idx_blocks_per_item = 16;  // index-K blocks one indexer CTA scores with its query tile (1..32)
-    int attn_queries_per_warp = 1;                     // mma.sync attention: 1 or 2 gathered queries per warp at a time
+    int idx_blocks_per_item = 16;   // index-K blocks one indexer CTA scores with its query tile (1..32)
+    int attn_queries_per_warp = 1;  // mma.sync attention: 1 or 2 gathered queries per warp at a time
     // indexer and attention on warpgroup MMAs (sm_90a wgmma); false: the warp-level mma.sync kernels
     bool wgmma = true;
     // which wgmma indexer kernel (MsaIdxKernel)
@@ -53,16 +53,24 @@ struct MsaPrefillOptions {
     // with attn_q8kv4: S = Q K^T on FP8 wgmma as well (E4M3 queries and keys are the contract's values, but Hopper's
     // FP8 tensor cores sum them with about 13 mantissa bits instead of FP32: docs/cuda-notes.md section 25)
     bool attn_fp8_scores = false;
+    // The indexer on converted key tiles: each index-key block converted once per call into the indexer's tile bytes
+    // in the workspace (16 KB per block in Q8KV4, 32 KB exact) and streamed into the indexer CTAs by bulk copies,
+    // instead of every (query tile, block) item dequantising its blocks again; the same scores bit for bit
+    // (docs/cuda-notes.md section 26). 0 = with the Q8KV4 indexer (session 21: 128K 39.8 -> 37.1-38.2 ms), 1 = off,
+    // 2 = with the exact wgmma indexer too (its 64 KB FP16 query tile and 32 KB key tiles leave 1 CTA per SM: slower,
+    // 46.5 -> 47.9 ms).
+    int idx_key_tiles = 0;
 };
 
 struct MsaPrefillPlan {
     MsaGeometry geo;
     MsaPrefillOptions opt;
     int batch = 0, max_blocks = 0, total_tokens = 0, total_blocks = 0;
-    int tile_tokens = 0;    // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
-    int window_tokens = 0;  // largest window
-    int attn_ctas = 0;      // persistent attention grid
-    int attn_qpw = 1;       // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
+    int tile_tokens = 0;         // tokens of one indexer tile (256 or, without wgmma, 128 index rows / num_kv_heads)
+    int window_tokens = 0;       // largest window
+    int attn_ctas = 0;           // persistent attention grid
+    int attn_qpw = 1;            // mma.sync attention: gathered queries per warp at a time (MsaPrefillOptions)
+    bool idx_key_tiles = false;  // the indexer on converted key tiles (MsaPrefillOptions::idx_key_tiles)
     struct Window {
         int t0 = 0, t1 = 0;        // flattened token range
         int item0 = 0, item1 = 0;  // indexer work items
@@ -72,8 +80,9 @@ struct MsaPrefillPlan {
     std::vector<int> tok_seq, tok_pos, blk_seq, blk_b, seq_kv_len, seq_blk_base;
     std::vector<int> items;  // 8 ints per indexer item: seq, first index row, rows, first block, end block, 0, 0, 0
     // Workspace (device) offsets.
-    std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, cursor_off = 0,
-                num_chunks_off = 0, chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0;
+    std::size_t meta_off = 0, items_off = 0, scores_off = 0, counts_off = 0, cursor_off = 0, num_chunks_off = 0,
+                chunks_off = 0, entries_off = 0, part_o_off = 0, part_lse_off = 0,
+                key_tiles_off = 0;  // idx_key_tiles: total_blocks tiles
     std::size_t meta_tok_seq = 0, meta_tok_pos = 0, meta_blk_seq = 0, meta_blk_b = 0, meta_seq_kv = 0,
                 meta_seq_base = 0;  // int offsets inside the metadata block
     std::size_t total_bytes = 0;
