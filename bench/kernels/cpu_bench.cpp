@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -45,6 +46,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,6 +77,19 @@ double process_cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Minor page faults of the process so far (a first touch of a mapped page that is already in memory).
+long minor_faults() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
 }
 
 // Median of `reps` timings of fn (after one warm-up call).
@@ -113,7 +128,8 @@ struct Recorder {
         extra["timing"] = g_cpu_time ? "process_cpu_time" : "wall";  // how kernels and decode steps were timed
         // OpenMP's waiting (spinning or sleeping threads between parallel regions) decides multi-thread decode on a
         // busy machine: record it.
-        for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+        // MSA_WEIGHTS_HUGE_PAGES=0: the weights mapped in 4 KB pages instead of copied into huge pages.
+        for (const char* var : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MSA_WEIGHTS_HUGE_PAGES"}) {
             const char* v = std::getenv(var);
             extra[var] = v ? v : "";
         }
@@ -459,18 +475,40 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
     set_parallel_profiling(true);
     reset_parallel_stats();
     double decode_wall = 0.0;  // the steps' wall time, without the evictions
+    // Per step: each site's time in its loops (the profile's totals differenced), for medians over the steps that
+    // the VM's outliers and the first steps' page faults do not move; and the step's page faults.
+    std::map<std::string, std::vector<double>> site_step_us;
+    std::vector<double> step_faults;
+    ParallelStats last_stats;
     for (int i = 0; i < bm.decode_tokens; ++i) {
         if (g_cold_cache) {  // a loop of the pool, kept out of the profile
             set_parallel_profiling(false);
             evict_llc();
             set_parallel_profiling(true);
         }
+        const long faults0 = minor_faults();
         const auto t = Clock::now();
         const double c0 = process_cpu_seconds();
         run(bm.prefill_tokens + i, 1, 1);
         const double wall = seconds_since(t);
+        step_faults.push_back(static_cast<double>(minor_faults() - faults0));
         decode_wall += wall;
         steps.push_back(g_cpu_time ? process_cpu_seconds() - c0 : wall);
+        const ParallelStats now = parallel_stats();
+        for (const ParallelSiteStats& site : now.sites) {
+            double before = 0.0;
+            for (const ParallelSiteStats& prev : last_stats.sites)
+                if (prev.site == site.site) before = prev.seconds;
+            auto& v = site_step_us[site.site];
+            v.resize(static_cast<std::size_t>(i), 0.0);  // a site not seen in earlier steps took 0 there
+            v.push_back((site.seconds - before) * 1e6);
+        }
+        last_stats = now;
+    }
+    json site_medians = json::object();
+    for (auto& [site, v] : site_step_us) {
+        v.resize(static_cast<std::size_t>(bm.decode_tokens), 0.0);
+        site_medians[site] = median_of(v);
     }
     const ParallelStats pool_stats = parallel_stats();
     set_parallel_profiling(false);
@@ -502,7 +540,9 @@ void bench_model(Recorder& rec, const std::string& name, const std::filesystem::
                          {"kv_bytes_per_token", kv_bytes},
                          {"achieved_GBps", achieved},
                          {"fraction_of_bandwidth", achieved / triad},
-                         {"pool", pool_profile_per_token(pool_stats, decode_wall, bm.decode_tokens)}}));
+                         {"pool", pool_profile_per_token(pool_stats, decode_wall, bm.decode_tokens)},
+                         {"pool_site_median_us", site_medians},
+                         {"minor_faults_per_step", step_faults}}));
 }
 
 int run(int argc, char** argv) {

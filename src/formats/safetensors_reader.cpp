@@ -262,7 +262,7 @@ std::string format_shape(std::span<const std::int64_t> shape) {
 
 // ---- SafetensorsFile ----------------------------------------------------------------------------------------
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
+SafetensorsFile::SafetensorsFile(const std::string& path, MappedFile::Load load) : file_(path, load) {
     SafetensorsHeader header = parse_safetensors(file_.bytes(), file_.path());
     metadata_ = std::move(header.metadata);
     tensors_.reserve(header.entries.size());
@@ -351,7 +351,7 @@ void Checkpoint::add_shard(std::unique_ptr<SafetensorsFile> shard) {
     shards_.push_back(std::move(shard));
 }
 
-Checkpoint Checkpoint::open(const std::string& dir) {
+Checkpoint Checkpoint::open(const std::string& dir, MappedFile::Load load) {
     namespace fs = std::filesystem;
     std::error_code ec;
     MSA_CHECK(fs::is_directory(dir, ec), "{} is not a directory", dir);
@@ -368,7 +368,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
                       quote_text(shard), kSafetensorsIndexFile);
         }
         for (const auto& shard : index.shards) {
-            checkpoint.add_shard(std::make_unique<SafetensorsFile>((fs::path(dir) / shard).string()));
+            checkpoint.add_shard(std::make_unique<SafetensorsFile>((fs::path(dir) / shard).string(), load));
         }
         // Every shard tensor must be in the index under its own shard, and every index entry in its shard.
         for (const auto* tensor : checkpoint.tensors_) {
@@ -401,15 +401,15 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     MSA_CHECK(!files.empty(), "{}: no {}, {} or *.safetensors file found", dir, kSafetensorsIndexFile,
               kSafetensorsSingleFile);
     for (const auto& file : files) {
-        checkpoint.add_shard(std::make_unique<SafetensorsFile>(file));
+        checkpoint.add_shard(std::make_unique<SafetensorsFile>(file, load));
     }
     return checkpoint;
 }
 
-Checkpoint Checkpoint::open_files(const std::vector<std::string>& paths) {
+Checkpoint Checkpoint::open_files(const std::vector<std::string>& paths, MappedFile::Load load) {
     Checkpoint checkpoint;
     for (const auto& path : paths) {
-        checkpoint.add_shard(std::make_unique<SafetensorsFile>(path));
+        checkpoint.add_shard(std::make_unique<SafetensorsFile>(path, load));
     }
     return checkpoint;
 }

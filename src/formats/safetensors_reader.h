@@ -84,10 +84,11 @@ private:
 // "[d0, d1, ...]": how shapes appear in error messages and in `msa info`.
 std::string format_shape(std::span<const std::int64_t> shape);
 
-// One memory-mapped, validated safetensors file. Not movable: views point into it.
+// One memory-mapped (or, with `load`, copied into huge pages: core/mapped_file.h), validated safetensors file. Not
+// movable: views point into it.
 class SafetensorsFile {
 public:
-    explicit SafetensorsFile(const std::string& path);
+    explicit SafetensorsFile(const std::string& path, MappedFile::Load load = MappedFile::Load::map);
     SafetensorsFile(const SafetensorsFile&) = delete;
     SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -133,9 +134,10 @@ SafetensorsIndex read_safetensors_index(const std::string& path);
 // A tensor name present in two shards is an error naming both files.
 class Checkpoint {
 public:
-    static Checkpoint open(const std::string& dir);
+    // `load`: how each shard's bytes are brought into memory (MappedFile::Load).
+    static Checkpoint open(const std::string& dir, MappedFile::Load load = MappedFile::Load::map);
     // A checkpoint made of the given files (no index).
-    static Checkpoint open_files(const std::vector<std::string>& paths);
+    static Checkpoint open_files(const std::vector<std::string>& paths, MappedFile::Load load = MappedFile::Load::map);
 
     Checkpoint(Checkpoint&&) noexcept = default;
     Checkpoint& operator=(Checkpoint&&) noexcept = default;

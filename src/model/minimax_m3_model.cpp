@@ -39,7 +39,9 @@ void check_supported(const ModelConfig& c, const std::vector<bool>& msa_layers) 
 std::unique_ptr<MiniMaxM3Model> MiniMaxM3Model::load(const std::string& dir, const ModelOptions& options,
                                                      std::unique_ptr<Backend> backend) {
     ModelConfig config = load_model_config(dir);
-    Checkpoint checkpoint = Checkpoint::open(dir);
+    // The weights in huge pages (unless MSA_WEIGHTS_HUGE_PAGES=0 or they do not fit): decode streams all of them
+    // every step, and with 4 KB pages the page walks slowed the experts' GEMVs most (core/mapped_file.h).
+    Checkpoint checkpoint = Checkpoint::open(dir, MappedFile::Load::automatic);
     if (!backend) backend = std::make_unique<cpu::CpuBackend>();
     return std::unique_ptr<MiniMaxM3Model>(
         new MiniMaxM3Model(std::move(config), std::move(checkpoint), options, std::move(backend)));
@@ -47,8 +49,7 @@ std::unique_ptr<MiniMaxM3Model> MiniMaxM3Model::load(const std::string& dir, con
 
 MiniMaxM3Model::MiniMaxM3Model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& options,
                                std::unique_ptr<Backend> backend)
-    : config_(std::move(config)), options_(options), checkpoint_(std::move(checkpoint)),
-      backend_(std::move(backend)) {
+    : config_(std::move(config)), options_(options), checkpoint_(std::move(checkpoint)), backend_(std::move(backend)) {
     MSA_CHECK(options_.num_kv_pages > 0, "the KV cache needs at least one page, got {}", options_.num_kv_pages);
     const std::vector<bool> msa_layers = msa_layer_mask(config_, options_);
     const KvCacheDtype dtype = options_.kv_cache_dtype.value_or(config_.default_kv_cache_dtype());

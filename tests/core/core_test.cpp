@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -61,6 +63,43 @@ TEST(MappedFile, MapsWholeFileAndReportsMissingFile) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/model.safetensors"), std::string::npos);
     }
+}
+
+TEST(MappedFile, HugePageCopyHoldsTheFileBytes) {
+    // 5 MiB + 123 bytes: more than the automatic choice's 4 MiB, and not a whole number of huge pages.
+    const auto path = std::filesystem::temp_directory_path() / "msa_core_test_huge_pages.bin";
+    std::string bytes((std::size_t{5} << 20) + 123, '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+    {
+        std::ofstream out(path, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    MappedFile mapped(path.string(), MappedFile::Load::map);
+    EXPECT_FALSE(mapped.in_huge_pages());
+    MappedFile copied(path.string(), MappedFile::Load::huge_pages);
+    EXPECT_TRUE(copied.in_huge_pages());
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(copied.data()) % (std::uintptr_t{2} << 20), 0u);
+    for (const MappedFile* f : {&mapped, &copied}) {
+        ASSERT_EQ(f->size(), bytes.size());
+        EXPECT_EQ(std::memcmp(f->data(), bytes.data(), bytes.size()), 0);
+    }
+    MappedFile moved = std::move(copied);
+    EXPECT_TRUE(moved.in_huge_pages());
+    EXPECT_FALSE(copied.in_huge_pages());
+    EXPECT_EQ(copied.data(), nullptr);
+    EXPECT_EQ(std::memcmp(moved.data(), bytes.data(), bytes.size()), 0);
+    moved = MappedFile(path.string(), MappedFile::Load::map);
+    EXPECT_FALSE(moved.in_huge_pages());
+    EXPECT_EQ(std::memcmp(moved.data(), bytes.data(), bytes.size()), 0);
+    // The automatic choice maps when told to, and always maps small files.
+    ::setenv("MSA_WEIGHTS_HUGE_PAGES", "0", 1);
+    EXPECT_FALSE(MappedFile(path.string(), MappedFile::Load::automatic).in_huge_pages());
+    ::unsetenv("MSA_WEIGHTS_HUGE_PAGES");
+    std::filesystem::resize_file(path, 1000);
+    EXPECT_FALSE(MappedFile(path.string()).in_huge_pages());
+    EXPECT_FALSE(MappedFile(path.string(), MappedFile::Load::automatic).in_huge_pages());
+    EXPECT_TRUE(MappedFile(path.string(), MappedFile::Load::huge_pages).in_huge_pages());
+    std::filesystem::remove(path);
 }
 
 TEST(ParallelFor, CoversEveryIndexExactlyOnce) {

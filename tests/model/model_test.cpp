@@ -11,7 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
@@ -276,6 +279,51 @@ TEST(ModelFormats, QuantisedCheckpointsRun) {
         }
         fs::remove_all(dir);
     }
+}
+
+// MiniMaxM3Model::load reads shards of 4 MiB and more into transparent huge pages (unless MSA_WEIGHTS_HUGE_PAGES=0
+// or the machine has none): the same bytes, so the same logits, bit for bit, as the weights mapped from the file.
+TEST(ModelLoad, WeightsInHugePagesGiveTheSameLogitsBitForBit) {
+    test::TinyConfig cfg;
+    cfg.vocab = 8192;  // embedding + lm_head 4 MiB in BF16: one shard above the 4 MiB threshold
+    cfg.w4a4 = true;
+    const fs::path dir = fs::temp_directory_path() / ("msa_model_test_huge_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    RandomCheckpointSpec spec;
+    spec.config_json = test::tiny_config_json(cfg);
+    spec.attention_format = LinearFormat::mxfp8;
+    spec.mlp_format = LinearFormat::mxfp8;
+    spec.expert_format = LinearFormat::nvfp4;
+    spec.seed = 11;
+    spec.max_shard_bytes = std::uint64_t{64} << 20;
+    write_random_checkpoint(dir, spec);
+    std::uint64_t largest = 0;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.path().extension() == ".safetensors") largest = std::max<std::uint64_t>(largest, entry.file_size());
+    ASSERT_GE(largest, std::uint64_t{4} << 20);
+    const auto tokens = random_tokens(140, cfg.vocab, 12);
+    std::vector<float> logits[2];
+    for (int huge = 0; huge < 2; ++huge) {
+        if (huge == 0) {
+            ::setenv("MSA_WEIGHTS_HUGE_PAGES", "0", 1);
+        } else {
+            ::unsetenv("MSA_WEIGHTS_HUGE_PAGES");
+        }
+        ModelOptions o;
+        o.num_kv_pages = 3;
+        o.activations = ActivationMode::int8;
+        auto m = MiniMaxM3Model::load(dir.string(), o);
+        const auto pages = iota_pages(0, 2);
+        auto prefill = step(*m, tokens, 0, 138, pages, 3);
+        const auto decode = step(*m, tokens, 138, 2, pages, 2);
+        prefill.insert(prefill.end(), decode.begin(), decode.end());
+        logits[huge] = std::move(prefill);
+    }
+    ::unsetenv("MSA_WEIGHTS_HUGE_PAGES");
+    ASSERT_EQ(logits[0].size(), 5u * 8192u);
+    ASSERT_EQ(logits[1].size(), logits[0].size());
+    EXPECT_TRUE(same_bits(logits[0].data(), logits[1].data(), logits[0].size()));
+    fs::remove_all(dir);
 }
 
 }  // namespace
