@@ -11,6 +11,9 @@
 //       shared memory; both wgmma operands from shared memory, two M = 64 passes in flight;
 //     - pf_index_ss_kernel<IdxQ8kv4> (MsaPrefillOptions::idx_q8kv4): the same on FP8 wgmma in msa.md's Q8KV4 contract
 //       (index keys rounded once to E4M3, the raw E4M3 query rows);
+//     - pf_index_tiled_kernel<IdxQ8kv4> (default with idx_q8kv4: MsaPrefillOptions::idx_key_tiles): the same MMAs on
+//       key tiles that pf_key_tiles_kernel converted once per call (before the first window) into the workspace,
+//       streamed by TMA bulk copies;
 //     - pf_index_wg_kernel (MsaIdxKernel::pass_q): 256 rows in four M = 64 passes, each pass's rows loaded into A
 //       fragments per block, blocks copied by cp.async (double buffered);
 //     - pf_index_kernel (MsaPrefillOptions::wgmma = false): 128 rows, mma.sync with ldmatrix B fragments per warp.
