@@ -528,9 +528,9 @@ __device__ __forceinline__ void load_query_tile(const std::uint8_t* iq, int row0
 // the queries pass through the same FP16 pairs and the same conversion, so both operands agree whatever byte order
 // the conversion uses.
 constexpr std::size_t kIdxQ8QTileBytes = std::size_t{kIdxWgRows} * kHeadDim;
+// Key-tile stages of the Q8KV4 pf_index_tiled_kernel (2: 64 KB, 3 CTAs per SM; 4: 96 KB, 2).
 #ifndef MSA_PF_KT_STAGES_Q8
-#define MSA_PF_KT_STAGES_Q8 \
-    2  // key-tile stages of the Q8KV4 pf_index_tiled_kernel (2: 64 KB, 3 CTAs per SM; 4: 96 KB, 2)
+#define MSA_PF_KT_STAGES_Q8 2
 #endif
 constexpr std::size_t kIdxQ8Smem = kIdxQ8QTileBytes + std::size_t{kBlock} * kHeadDim;
 constexpr unsigned kQ8QLead = 4096, kQ8KLead = 2048;  // bytes between core matrices along K: query, key tile
@@ -732,7 +732,8 @@ __global__ void __launch_bounds__(128) pf_key_tiles_kernel(const PfKeyTiles p) {
     Fmt::dequant(raw, p.key_tiles + static_cast<std::size_t>(g) * Fmt::kKeyTileBytes, threadIdx.x);
 }
 template <class Fmt>
-constexpr std::size_t kIdxTiledSmem = Fmt::kQTileBytes + Fmt::kTileStages* Fmt::kKeyTileBytes + 16 * Fmt::kTileStages;
+constexpr std::size_t kIdxTiledSmem =
+    Fmt::kQTileBytes + (Fmt::kKeyTileBytes + 16) * Fmt::kTileStages;  // stages, then a full and an empty mbarrier each
 template <class Fmt>
 __global__ void __launch_bounds__(128, 2) pf_index_tiled_kernel(const PfIdx p) {
     constexpr int S = Fmt::kTileStages;
@@ -1647,9 +1648,8 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
     auto* part_lse = reinterpret_cast<float*>(ws + p.part_lse_off);
     const int nkv = p.geo.num_kv_heads, nq = p.geo.num_q_heads, G = nq / nkv, topk = p.geo.topk;
     const int N = p.num_lists();
-    const bool key_tiles = p.idx_key_tiles;
     auto* key_tiles_ws = ws + p.key_tiles_off;
-    if (key_tiles) {
+    if (p.idx_key_tiles) {
         const PfKeyTiles kp{a.ik_cache, a.page_table, m, key_tiles_ws, p.max_blocks};
         if (p.opt.idx_q8kv4)
             pf_key_tiles_kernel<IdxQ8kv4><<<p.total_blocks, 128, 0, stream>>>(kp);
@@ -1662,9 +1662,9 @@ void msa_prefill(const MsaPrefillPlan& p, const MsaPrefillArgs& a, cudaStream_t 
             const PfIdx ip{a.iq,         a.ik_cache,   a.page_table, reinterpret_cast<const int4*>(ws + p.items_off),
                            scores,       p.max_blocks, w.t0 * nkv,   w.item0,
                            key_tiles_ws, m.seq_base};
-            if (key_tiles && p.opt.idx_q8kv4)
+            if (p.idx_key_tiles && p.opt.idx_q8kv4)
                 pf_index_tiled_kernel<IdxQ8kv4><<<w.item1 - w.item0, 128, kIdxTiledSmem<IdxQ8kv4>, stream>>>(ip);
-            else if (key_tiles)
+            else if (p.idx_key_tiles)
                 pf_index_tiled_kernel<IdxExact><<<w.item1 - w.item0, 128, kIdxTiledSmem<IdxExact>, stream>>>(ip);
             else if (p.opt.wgmma && p.opt.idx_q8kv4)
                 pf_index_ss_kernel<IdxQ8kv4><<<w.item1 - w.item0, 128, IdxQ8kv4::kSmem, stream>>>(ip);
